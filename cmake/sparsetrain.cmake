@@ -1,0 +1,46 @@
+# Shared compile settings and helpers for sparsetrain targets.
+
+add_library(sparsetrain_options INTERFACE)
+target_compile_options(sparsetrain_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
+  -Wno-sign-conversion)
+if(SPARSETRAIN_WERROR)
+  target_compile_options(sparsetrain_options INTERFACE -Werror)
+endif()
+if(SPARSETRAIN_NATIVE)
+  target_compile_options(sparsetrain_options INTERFACE -march=native)
+endif()
+set(_sanitizers "")
+if(SPARSETRAIN_SANITIZE_ADDRESS)
+  list(APPEND _sanitizers address)
+endif()
+if(SPARSETRAIN_SANITIZE_UNDEFINED)
+  list(APPEND _sanitizers undefined)
+endif()
+if(_sanitizers)
+  list(JOIN _sanitizers "," _san)
+  target_compile_options(sparsetrain_options INTERFACE -fsanitize=${_san} -fno-omit-frame-pointer
+    -fno-sanitize-recover=all)
+  target_link_options(sparsetrain_options INTERFACE -fsanitize=${_san})
+endif()
+
+# ISA flags are set per source file, never globally, so the reference and lower-ISA paths stay
+# what they claim to be and the run-time cap can test each of them on one machine.
+set(SPARSETRAIN_AVX2_FLAGS -mavx2 -mfma -mno-avx512f)
+# -Wno-maybe-uninitialized: GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps).
+set(SPARSETRAIN_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -Wno-maybe-uninitialized)
+
+function(sparsetrain_isa_sources isa)
+  foreach(src IN LISTS ARGN)
+    set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${SPARSETRAIN_${isa}_FLAGS}")
+  endforeach()
+endfunction()
+
+# sparsetrain_add_test(name SOURCES a.cpp ... LABELS unit ...)
+function(sparsetrain_add_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE sparsetrain::sparsetrain GTest::gtest GTest::gtest_main
+    sparsetrain_options)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
+endfunction()

@@ -1,0 +1,196 @@
+#include "cli/bench_linear.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/isa.h"
+#include "core/parallel.h"
+#include "core/philox.h"
+#include "formats/random_mask.h"
+#include "formats/sparse_weight.h"
+#include "kernels/dense_gemm.h"
+#include "ops/linear.h"
+
+namespace sparsetrain {
+
+namespace {
+
+struct Shape {
+  int64_t in, out;
+};
+
+struct StepTimes {
+  double fwd = 0, dx = 0, dw = 0;
+  double total() const { return fwd + dx + dw; }
+};
+
+double now_ms() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+// Median per pass over `repeats` runs after one warm-up; each pass is timed separately.
+StepTimes time_step(int repeats, const std::function<void()>& fwd, const std::function<void()>& dx,
+                    const std::function<void()>& dw) {
+  std::vector<double> f, x, w;
+  for (int i = -1; i < repeats; ++i) {
+    double t0 = now_ms();
+    fwd();
+    double t1 = now_ms();
+    dx();
+    double t2 = now_ms();
+    dw();
+    double t3 = now_ms();
+    if (i < 0) continue;
+    f.push_back(t1 - t0);
+    x.push_back(t2 - t1);
+    w.push_back(t3 - t2);
+  }
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  return {median(f), median(x), median(w)};
+}
+
+void fill_uniform(Matrix& m, const Philox& rng) {
+  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = rng.uniform(i) * 2.0f - 1.0f;
+}
+
+struct DenseCase {
+  StepTimes times;
+};
+
+StepTimes time_dense(const Shape& s, int64_t tokens, int repeats, uint64_t seed) {
+  Matrix x(tokens, s.in), w(s.out, s.in), y(tokens, s.out), dy(tokens, s.out), dx(tokens, s.in), dw(s.out, s.in);
+  fill_uniform(x, Philox(seed, "bench.x"));
+  fill_uniform(w, Philox(seed, "bench.w"));
+  fill_uniform(dy, Philox(seed, "bench.dy"));
+  return time_step(
+      repeats, [&] { dense_linear_fwd(x, w, nullptr, y); }, [&] { dense_linear_bwd_data(dy, w, dx); },
+      [&] { dense_linear_bwd_weights(dy, x, dw, nullptr); });
+}
+
+struct SparseResult {
+  StepTimes times;
+  double true_sparsity;
+  int64_t nnz;
+};
+
+SparseResult time_sparse(const Shape& s, int64_t tokens, const FormatSpec& format, double sparsity, int repeats,
+                         uint64_t seed) {
+  Matrix x(tokens, s.in), dense_w(s.out, s.in), y(tokens, s.out), dy(tokens, s.out), dx(tokens, s.in);
+  fill_uniform(x, Philox(seed, "bench.x"));
+  fill_uniform(dense_w, Philox(seed, "bench.w"));
+  fill_uniform(dy, Philox(seed, "bench.dy"));
+  Mask mask = random_mask(format, s.out, s.in, sparsity, Philox(seed, "bench.mask"));
+  auto w = SparseWeight::from_dense(format, dense_w, mask);
+  AlignedBuffer<float> dvalues(w->values().size());
+  LinearWorkspace ws;
+  // Each step starts as after an optimizer update: the transposed values are refreshed inside
+  // backward-data, packing inside forward and backward, so both are in the timed step.
+  StepTimes t = time_step(
+      repeats,
+      [&] {
+        w->values_changed();
+        linear_forward(*w, nullptr, x, y, ws);
+      },
+      [&] {
+        pack_tokens(dy, ws.dy);
+        w->backward_data(ws.dy, dx);
+      },
+      [&] { w->backward_weights(ws.dy, ws.x, dvalues.data(), false); });
+  return {t, w->sparsity(), w->nnz()};
+}
+
+std::vector<std::string> default_formats() { return {"csr", "bcsr4", "bcsr8", "bcsr16", "2:4"}; }
+
+}  // namespace
+
+int run_bench_linear(const BenchLinearOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  if (o.repeats < 1) fail("bench linear: --repeats must be at least 1, got {}", o.repeats);
+  if (o.in_features.size() != o.out_features.size())
+    fail("bench linear: --in and --out must be given the same number of times ({} vs {})", o.in_features.size(),
+         o.out_features.size());
+  std::vector<Shape> shapes;
+  for (std::size_t i = 0; i < o.in_features.size(); ++i) shapes.push_back({o.in_features[i], o.out_features[i]});
+  if (shapes.empty()) shapes = {{768, 3072}, {3072, 768}, {1024, 4096}};
+  std::vector<int64_t> tokens = o.tokens.empty() ? std::vector<int64_t>{256, 1024, 2048} : o.tokens;
+  std::vector<double> sparsities = o.sparsities.empty() ? std::vector<double>{0.5, 0.8, 0.9, 0.95, 0.98} : o.sparsities;
+  std::vector<FormatSpec> formats;
+  for (const auto& f : o.formats.empty() ? default_formats() : o.formats)
+    formats.push_back(FormatSpec::parse(f, "bench linear --format"));
+  for (double s : sparsities)
+    if (!(s >= 0.0 && s < 1.0)) fail("bench linear: --sparsity {} is outside [0, 1)", s);
+
+  const int threads = num_threads();
+  if (!o.json) {
+    fmt::print("sparsetrain bench linear: {} threads, kernels {}, dense baseline oneDNN sgemm; median of {} runs\n",
+               threads, isa_name(effective_isa()), o.repeats);
+    fmt::print("step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s, bytes / {:.0f} GB/s)\n",
+               o.peak_gflops, o.bandwidth_gbs);
+    fmt::print("{:>10} {:>7} {:>6} {:>6} {:>6} | {:>8} {:>7} | {:>7} {:>7} {:>7} {:>8} | {:>7} {:>7} {:>7}\n", "layer",
+               "format", "sparse", "tokens", "", "dense ms", "GF/s", "fwd ms", "dX ms", "dW ms", "step ms", "speedup",
+               "GF/s", "floor%");
+  }
+  for (const Shape& shape : shapes)
+    for (int64_t t : tokens) {
+      StepTimes dense = time_dense(shape, t, o.repeats, o.seed);
+      const double dense_flops = 3.0 * 2.0 * static_cast<double>(t * shape.in * shape.out);
+      const double dense_gflops = dense_flops / dense.total() / 1e6;
+      for (const FormatSpec& format : formats) {
+        std::vector<double> levels = sparsities;
+        if (format.kind == FormatKind::NM) levels = {format.implied_sparsity()};
+        for (double s : levels) {
+          SparseResult r = time_sparse(shape, t, format, s, o.repeats, o.seed);
+          const double flops = 3.0 * 2.0 * static_cast<double>(r.nnz) * static_cast<double>(t);
+          const double useful_gflops = flops / r.times.total() / 1e6;
+          const double bytes_per_value = format.kind == FormatKind::NM ? 4.25 : 4.0 + 4.0 / (format.block * format.block);
+          const double bytes = 3.0 * (4.0 * static_cast<double>(t * (shape.in + shape.out)) +
+                                      static_cast<double>(r.nnz) * bytes_per_value);
+          const double floor_ms = std::max(flops / (o.peak_gflops * 1e6), bytes / (o.bandwidth_gbs * 1e6));
+          const double speedup = dense.total() / r.times.total();
+          if (o.json) {
+            nlohmann::json j = {{"format", format.name()},
+                                {"sparsity", r.true_sparsity},
+                                {"tokens", t},
+                                {"in", shape.in},
+                                {"out", shape.out},
+                                {"threads", threads},
+                                {"isa", isa_name(effective_isa())},
+                                {"dense_ms", dense.total()},
+                                {"dense_fwd_ms", dense.fwd},
+                                {"dense_dx_ms", dense.dx},
+                                {"dense_dw_ms", dense.dw},
+                                {"dense_gflops", dense_gflops},
+                                {"sparse_ms", r.times.total()},
+                                {"sparse_fwd_ms", r.times.fwd},
+                                {"sparse_dx_ms", r.times.dx},
+                                {"sparse_dw_ms", r.times.dw},
+                                {"speedup", speedup},
+                                {"useful_gflops", useful_gflops},
+                                {"floor_ms", floor_ms}};
+            fmt::print("{}\n", j.dump());
+          } else {
+            fmt::print("{:>10} {:>7} {:>6.3f} {:>6} {:>6} | {:>8.2f} {:>7.0f} | {:>7.2f} {:>7.2f} {:>7.2f} {:>8.2f} | "
+                       "{:>6.2f}x {:>7.0f} {:>6.0f}%\n",
+                       fmt::format("{}>{}", shape.in, shape.out), format.name(), r.true_sparsity, t, "",
+                       dense.total(), dense_gflops, r.times.fwd, r.times.dx, r.times.dw, r.times.total(), speedup,
+                       useful_gflops, 100.0 * floor_ms / r.times.total());
+          }
+          std::fflush(stdout);
+        }
+      }
+    }
+  return 0;
+}
+
+}  // namespace sparsetrain

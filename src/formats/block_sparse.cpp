@@ -1,0 +1,225 @@
+#include "formats/block_sparse.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/spmm.h"
+
+namespace sparsetrain {
+
+BlockSparseMatrix::BlockSparseMatrix(int64_t rows, int64_t cols, int block)
+    : SparseWeight(rows, cols), block_(block), block_rows_((rows + block - 1) / block) {
+  if (block != 1 && block != 4 && block != 8 && block != 16)
+    fail("block-sparse weight: block size {} is not supported; expected 1, 4, 8 or 16", block);
+  if (rows < 0 || cols < 0) fail("block-sparse weight: negative shape [{} x {}]", rows, cols);
+  row_ptr_.assign(block_rows_ + 1, 0);
+  transposed_.build(view());
+}
+
+BlockSparseView BlockSparseMatrix::view() const {
+  return {rows_, cols_, block_, block_rows_, row_ptr_.data(), col_.data(), values_.data()};
+}
+
+BlockSparseView BlockSparseMatrix::transposed_view() {
+  if (transposed_stale_) {
+    transposed_.refresh(values_.data());
+    transposed_stale_ = false;
+  }
+  return transposed_.view();
+}
+
+int64_t BlockSparseMatrix::in_range(int64_t br, int32_t col) const {
+  return std::min<int64_t>(block_, rows_ - br * block_) * std::min<int64_t>(block_, cols_ - col);
+}
+
+void BlockSparseMatrix::reserve(int64_t nnz) {
+  const int64_t bb = static_cast<int64_t>(block_) * block_;
+  // Edge blocks hold fewer kept weights than b*b; one extra block per block-row covers them.
+  const int64_t blocks = (nnz + bb - 1) / bb + (block_ > 1 ? block_rows_ : 0);
+  for (auto* buffer : {&col_, &next_col_}) buffer->reserve(blocks);
+  for (auto* buffer : {&values_, &next_values_}) buffer->reserve(blocks * bb);
+  transposed_.reserve(blocks, block_);
+}
+
+namespace {
+// Columns of the nonzero bytes of row[0..cols), appended at out; returns how many. Zero words
+// of 8 bytes are skipped at once, which is most of a row at high sparsity.
+int64_t kept_columns(const uint8_t* row, int64_t cols, int32_t* out) {
+  int64_t n = 0, c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    uint64_t word;
+    std::memcpy(&word, row + c, 8);
+    while (word != 0) {
+      int byte = __builtin_ctzll(word) / 8;
+      out[n++] = static_cast<int32_t>(c + byte);
+      word &= ~(0xFFull << (byte * 8));
+    }
+  }
+  for (; c < cols; ++c)
+    if (row[c] != 0) out[n++] = static_cast<int32_t>(c);
+  return n;
+}
+
+int64_t count_kept(const uint8_t* row, int64_t cols) {
+  int64_t n = 0;
+  for (int64_t c = 0; c < cols; ++c) n += row[c] != 0;
+  return n;
+}
+}  // namespace
+
+int64_t BlockSparseMatrix::scan_mask(const Mask& mask) {
+  check_mask_shape(mask);
+  const int b = block_;
+  next_row_ptr_.resize(block_rows_ + 1);
+  next_row_ptr_[0] = 0;
+  if (b == 1) {
+    for (int64_t r = 0; r < rows_; ++r)
+      next_row_ptr_[r + 1] = next_row_ptr_[r] + static_cast<int32_t>(count_kept(mask.row(r), cols_));
+    next_col_.resize(next_row_ptr_[rows_]);
+    for (int64_t r = 0; r < rows_; ++r) kept_columns(mask.row(r), cols_, next_col_.data() + next_row_ptr_[r]);
+    return next_row_ptr_[rows_];
+  }
+  // Blocks: a block is kept when every in-range weight is kept, pruned when none is.
+  const int64_t block_cols = (cols_ + b - 1) / b;
+  next_col_.resize(0);
+  for (int64_t br = 0; br < block_rows_; ++br) {
+    for (int64_t bc = 0; bc < block_cols; ++bc) {
+      const int32_t col = static_cast<int32_t>(bc * b);
+      int64_t kept = 0;
+      for (int64_t r = br * b; r < std::min<int64_t>(rows_, (br + 1) * b); ++r)
+        kept += count_kept(mask.row(r) + col, std::min<int64_t>(b, cols_ - col));
+      if (kept == 0) continue;
+      if (kept != in_range(br, col))
+        fail("bcsr{}: mask is not block-uniform: block ({}, {}) covering rows {}..{}, cols {}..{} keeps {} of {} "
+             "weights; block formats keep or prune whole blocks",
+             b, br, bc, br * b, std::min<int64_t>(rows_, (br + 1) * b) - 1, col,
+             std::min<int64_t>(cols_, col + b) - 1, kept, in_range(br, col));
+      std::size_t at = next_col_.size();
+      next_col_.resize(at + 1);
+      next_col_[at] = col;
+    }
+    next_row_ptr_[br + 1] = static_cast<int32_t>(next_col_.size());
+  }
+  return next_row_ptr_[block_rows_];
+}
+
+void BlockSparseMatrix::commit_structure() {
+  row_ptr_.swap(next_row_ptr_);
+  col_.swap(next_col_);
+  values_.swap(next_values_);
+  nnz_ = 0;
+  if (block_ == 1) {
+    nnz_ = row_ptr_[block_rows_];
+  } else {
+    for (int64_t br = 0; br < block_rows_; ++br)
+      for (int32_t k = row_ptr_[br]; k < row_ptr_[br + 1]; ++k) nnz_ += in_range(br, col_[k]);
+  }
+  transposed_.build(view());
+  transposed_stale_ = true;
+}
+
+void BlockSparseMatrix::assign(ConstMatrixView dense, const Mask& mask) {
+  if (dense.rows != rows_ || dense.cols != cols_)
+    fail("{}: dense values are [{} x {}], the weight is [{} x {}]", format().name(), dense.rows, dense.cols, rows_,
+         cols_);
+  const int64_t blocks = scan_mask(mask);
+  const int b = block_;
+  next_values_.resize(blocks * b * b);
+  for (int64_t br = 0; br < block_rows_; ++br)
+    for (int32_t k = next_row_ptr_[br]; k < next_row_ptr_[br + 1]; ++k) {
+      float* dst = next_values_.data() + static_cast<int64_t>(k) * b * b;
+      for (int i = 0; i < b; ++i)
+        for (int j = 0; j < b; ++j) {
+          int64_t r = br * b + i, c = next_col_[k] + j;
+          dst[i * b + j] = (r < rows_ && c < cols_) ? dense.at(r, c) : 0.0f;
+        }
+    }
+  commit_structure();
+}
+
+void BlockSparseMatrix::update_mask(const Mask& mask) {
+  const int64_t blocks = scan_mask(mask);
+  const int64_t bb = static_cast<int64_t>(block_) * block_;
+  next_values_.resize(blocks * bb);
+  for (int64_t br = 0; br < block_rows_; ++br) {
+    int32_t old = row_ptr_[br];
+    const int32_t old_end = row_ptr_[br + 1];
+    for (int32_t k = next_row_ptr_[br]; k < next_row_ptr_[br + 1]; ++k) {
+      while (old < old_end && col_[old] < next_col_[k]) ++old;
+      float* dst = next_values_.data() + k * bb;
+      if (old < old_end && col_[old] == next_col_[k])
+        std::copy_n(values_.data() + old * bb, bb, dst);
+      else
+        std::fill_n(dst, bb, 0.0f);
+    }
+  }
+  commit_structure();
+}
+
+void BlockSparseMatrix::to_dense(MatrixView dense) const {
+  if (dense.rows != rows_ || dense.cols != cols_)
+    fail("{}: dense output is [{} x {}], the weight is [{} x {}]", format().name(), dense.rows, dense.cols, rows_,
+         cols_);
+  for (int64_t r = 0; r < rows_; ++r) std::fill_n(dense.row(r), cols_, 0.0f);
+  const int b = block_;
+  for (int64_t br = 0; br < block_rows_; ++br)
+    for (int32_t k = row_ptr_[br]; k < row_ptr_[br + 1]; ++k)
+      for (int i = 0; i < b && br * b + i < rows_; ++i)
+        for (int j = 0; j < b && col_[k] + j < cols_; ++j)
+          dense.at(br * b + i, col_[k] + j) = values_[static_cast<int64_t>(k) * b * b + i * b + j];
+}
+
+Mask BlockSparseMatrix::mask() const {
+  Mask mask(rows_, cols_);
+  const int b = block_;
+  for (int64_t br = 0; br < block_rows_; ++br)
+    for (int32_t k = row_ptr_[br]; k < row_ptr_[br + 1]; ++k)
+      for (int i = 0; i < b && br * b + i < rows_; ++i)
+        for (int j = 0; j < b && col_[k] + j < cols_; ++j) mask.set(br * b + i, col_[k] + j, true);
+  return mask;
+}
+
+void BlockSparseMatrix::validate() const {
+  const std::string name = format().name();
+  const int b = block_;
+  if (row_ptr_.size() != static_cast<std::size_t>(block_rows_ + 1))
+    fail("{}: row_ptr has {} entries, expected {} (block rows + 1)", name, row_ptr_.size(), block_rows_ + 1);
+  if (row_ptr_[0] != 0) fail("{}: row_ptr[0] is {}, expected 0", name, row_ptr_[0]);
+  for (int64_t br = 0; br < block_rows_; ++br) {
+    if (row_ptr_[br + 1] < row_ptr_[br])
+      fail("{}: row_ptr decreases at block row {} ({} -> {})", name, br, row_ptr_[br], row_ptr_[br + 1]);
+    for (int32_t k = row_ptr_[br]; k < row_ptr_[br + 1]; ++k) {
+      if (col_[k] < 0 || col_[k] >= cols_ || col_[k] % b != 0)
+        fail("{}: block {} in block row {} starts at column {}, expected a multiple of {} in [0, {})", name, k, br,
+             col_[k], b, cols_);
+      if (k > row_ptr_[br] && col_[k] <= col_[k - 1])
+        fail("{}: block row {} columns not strictly ascending at block {} ({} after {})", name, br, k, col_[k],
+             col_[k - 1]);
+      for (int i = 0; i < b; ++i)
+        for (int j = 0; j < b; ++j)
+          if ((br * b + i >= rows_ || col_[k] + j >= cols_) &&
+              values_[static_cast<int64_t>(k) * b * b + i * b + j] != 0.0f)
+            fail("{}: padding entry ({}, {}) of edge block {} is nonzero", name, br * b + i, col_[k] + j, k);
+    }
+  }
+  const int64_t blocks = row_ptr_[block_rows_];
+  if (col_.size() != static_cast<std::size_t>(blocks) || values_.size() != static_cast<std::size_t>(blocks * b * b))
+    fail("{}: row_ptr ends at {} blocks but col has {} and values {} entries", name, blocks, col_.size(),
+         values_.size());
+}
+
+void BlockSparseMatrix::forward(const PackedTokens& x, const float* bias, MatrixView y) const {
+  spmm_fwd(view(), x, bias, y);
+}
+
+void BlockSparseMatrix::backward_data(const PackedTokens& dy, MatrixView dx) {
+  spmm_fwd(transposed_view(), dy, nullptr, dx);
+}
+
+void BlockSparseMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+                                         bool accumulate) const {
+  sddmm(view(), dy, x, dvalues, accumulate);
+}
+
+}  // namespace sparsetrain

@@ -1,0 +1,37 @@
+#include "formats/sparse_weight.h"
+
+#include "core/error.h"
+#include "formats/block_sparse.h"
+#include "formats/nm_sparse.h"
+
+namespace sparsetrain {
+
+std::unique_ptr<SparseWeight> SparseWeight::create(const FormatSpec& format, int64_t rows, int64_t cols) {
+  if (format.kind == FormatKind::NM) return std::make_unique<NmMatrix>(rows, cols, format.n, format.m);
+  return std::make_unique<BlockSparseMatrix>(rows, cols, format.block);
+}
+
+std::unique_ptr<SparseWeight> SparseWeight::from_dense(const FormatSpec& format, ConstMatrixView dense,
+                                                       const Mask& mask) {
+  auto weight = create(format, dense.rows, dense.cols);
+  weight->assign(dense, mask);
+  return weight;
+}
+
+Matrix SparseWeight::to_dense() const {
+  Matrix dense(rows_, cols_);
+  to_dense(dense.view());
+  return dense;
+}
+
+double SparseWeight::sparsity() const {
+  int64_t total = rows_ * cols_;
+  return total == 0 ? 0.0 : 1.0 - static_cast<double>(nnz()) / static_cast<double>(total);
+}
+
+void SparseWeight::check_mask_shape(const Mask& mask) const {
+  if (mask.rows() != rows_ || mask.cols() != cols_)
+    fail("{}: mask is [{} x {}], the weight is [{} x {}]", format().name(), mask.rows(), mask.cols(), rows_, cols_);
+}
+
+}  // namespace sparsetrain

@@ -1,0 +1,73 @@
+#pragma once
+// SparseWeight: a [rows x cols] weight held compressed, with the three kernel passes of a linear
+// layer Y = X W^T + b (X [T x cols], Y [T x rows]). The trainable values are the stored entries;
+// optimizer state is sized to values().size().
+//
+// Built for dynamic sparsity: update_mask() rebuilds the structure in place from a new mask,
+// keeping the values of surviving connections and starting new ones at zero, within the capacity
+// given by reserve() (no allocation when the nonzero count stays within it). The transposed
+// companion that backward-data needs is rebuilt with the structure; its values are refreshed
+// lazily by one O(nnz) gather after values_changed() (call it after every optimizer step).
+#include <memory>
+#include <span>
+
+#include "core/tensor.h"
+#include "formats/format_spec.h"
+#include "formats/mask.h"
+#include "kernels/packed_tokens.h"
+
+namespace sparsetrain {
+
+class SparseWeight {
+ public:
+  virtual ~SparseWeight() = default;
+
+  // A weight of the given format and shape with all values zero: no entries for block formats,
+  // the first N of every group for N:M. Throws Error when the format cannot hold that shape (an
+  // N:M format needs cols % M == 0).
+  static std::unique_ptr<SparseWeight> create(const FormatSpec& format, int64_t rows, int64_t cols);
+  // Compresses dense at mask's kept positions (mask must be representable in the format).
+  static std::unique_ptr<SparseWeight> from_dense(const FormatSpec& format, ConstMatrixView dense, const Mask& mask);
+
+  virtual FormatSpec format() const = 0;
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+
+  // Structure and values from dense + mask. Throws Error naming the first offending position
+  // when the mask does not fit the format (blocks not uniform, wrong count in an N:M group).
+  virtual void assign(ConstMatrixView dense, const Mask& mask) = 0;
+  // New structure from mask; surviving connections keep their values, new ones start at 0.
+  virtual void update_mask(const Mask& mask) = 0;
+  // Preallocates room for this many kept weights so later mask updates do not allocate.
+  virtual void reserve(int64_t nnz) = 0;
+
+  virtual void to_dense(MatrixView dense) const = 0;  // zeros at pruned positions
+  Matrix to_dense() const;
+  virtual Mask mask() const = 0;
+  virtual int64_t nnz() const = 0;  // kept weights (edge-block padding excluded)
+  double sparsity() const;
+  // Checks every structural invariant; throws Error with the first violation found.
+  virtual void validate() const = 0;
+
+  virtual std::span<float> values() = 0;
+  virtual std::span<const float> values() const = 0;
+  void values_changed() { transposed_stale_ = true; }
+
+  // Y [T x rows] = X W^T + bias.
+  virtual void forward(const PackedTokens& x, const float* bias, MatrixView y) const = 0;
+  // dX [T x cols] = dY W (refreshes the transposed values first when stale).
+  virtual void backward_data(const PackedTokens& dy, MatrixView dx) = 0;
+  // dvalues[i] (+)= gradient of values()[i]: dY^T X sampled at the stored entries.
+  virtual void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+                                bool accumulate = false) const = 0;
+
+ protected:
+  SparseWeight(int64_t rows, int64_t cols) : rows_(rows), cols_(cols) {}
+  void check_mask_shape(const Mask& mask) const;
+
+  int64_t rows_;
+  int64_t cols_;
+  bool transposed_stale_ = true;
+};
+
+}  // namespace sparsetrain

@@ -1,0 +1,34 @@
+#pragma once
+// Plain views of sparse weights that kernels take. Kernels never see a format class: formats/
+// owns storage, conversions and validation and hands these views over.
+#include <cstdint>
+
+namespace sparsetrain {
+
+// W [rows x cols] stored as square b x b blocks, grouped by block-row (b = 1 is CSR).
+// Edge blocks of a shape that is not a multiple of b are stored whole; their out-of-range
+// entries are zero and never reported as nonzeros.
+struct BlockSparseView {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int block = 1;                      // 1 (CSR), 4, 8 or 16
+  int64_t block_rows = 0;             // ceil(rows / block)
+  const int32_t* row_ptr = nullptr;   // [block_rows + 1], offsets in blocks
+  const int32_t* col = nullptr;       // [blocks] first column of each block, ascending per row
+  const float* values = nullptr;      // [blocks * block * block], row-major inside a block
+  int64_t blocks() const { return row_ptr[block_rows]; }
+};
+
+// W [rows x cols] with exactly n kept weights in every group of m consecutive inputs
+// (cols % m == 0). Slot s of group g in row r is entry (r * groups + g) * n + s.
+struct NmView {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int n = 2;
+  int m = 4;
+  const uint8_t* offset = nullptr;  // position inside the group, ascending within the group
+  const float* values = nullptr;
+  int64_t groups() const { return cols / m; }
+};
+
+}  // namespace sparsetrain

@@ -1,0 +1,75 @@
+#pragma once
+// The three passes of a sparse linear layer, Y = X * W^T + b, for every sparse format.
+//
+//   X  [T x K]  token-major input        W  [N x K]  sparse weight (BlockSparseView or NmView)
+//   Y  [T x N]  token-major output       b  [N]      bias (may be null)
+//
+//   forward           Y  = X * W^T + b        spmm_fwd(W,   pack(X),  b, Y)
+//   backward-data     dX = dY * W             spmm_fwd(W^T, pack(dY), nullptr, dX)
+//   backward-weights  dW = dY^T * X, only at W's nonzeros (a sampled dense-dense product)
+//                                             sddmm(W, pack(dY), pack(X), dW.values)
+//
+// backward-data runs the forward kernel on the transposed companion W^T that every format keeps
+// (formats/), so both are output-stationary and need no atomics. The weight pass writes one
+// value per stored entry (padding included, which stays zero because packed padding is zero).
+//
+// Threading: the drivers split work across the OpenMP pool. The forward pass splits token tiles
+// when there are at least two per thread and otherwise block-rows balanced by nonzeros; the weight
+// pass always splits block-rows by nonzeros, so no two threads write the same value.
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "kernels/packed_tokens.h"
+#include "kernels/sparse_view.h"
+
+namespace sparsetrain {
+
+struct Range {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// Per-ISA entry points: each handles a rectangle of token tiles x (block-)rows.
+using PackFn = void(ConstMatrixView src, PackedTokens& dst, Range tiles);
+using SpmmFwdFn = void(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y,
+                       Range tiles, Range block_rows);
+using SddmmFn = void(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+                     bool accumulate, Range block_rows);
+using NmFwdFn = void(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+                     Range rows);
+using NmSddmmFn = void(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+                       bool accumulate, Range rows);
+
+// Drivers (dispatch + threading). `accumulate` adds into dvalues instead of overwriting them.
+void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y);
+void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+           bool accumulate = false);
+void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y);
+void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+              bool accumulate = false);
+
+// Bias gradient db[f] (+)= sum_t dY[t][f], read from the packed dY.
+void bias_grad(const PackedTokens& dy, float* dbias, bool accumulate = false);
+
+// Reference implementations: the oracle for every other entry, and the last-resort fallback.
+namespace ref {
+PackFn pack;
+SpmmFwdFn spmm_fwd;
+SddmmFn sddmm;
+NmFwdFn nm_fwd;
+NmSddmmFn nm_sddmm;
+}  // namespace ref
+
+#define SPARSETRAIN_DECLARE_ISA_KERNELS(isa) \
+  namespace isa {                            \
+  PackFn pack;                               \
+  SpmmFwdFn spmm_fwd;                        \
+  SddmmFn sddmm;                             \
+  NmFwdFn nm_fwd;                            \
+  NmSddmmFn nm_sddmm;                        \
+  }
+SPARSETRAIN_DECLARE_ISA_KERNELS(avx2)
+SPARSETRAIN_DECLARE_ISA_KERNELS(avx512)
+#undef SPARSETRAIN_DECLARE_ISA_KERNELS
+
+}  // namespace sparsetrain

@@ -1,0 +1,49 @@
+// AVX2 kernels: 8-lane vectors, 8 per 64-token tile. Compiled with AVX2 + FMA flags only here.
+#include <immintrin.h>
+
+#include "kernels/spmm.h"
+
+#define SPARSETRAIN_SIMD_NS avx2_detail
+namespace sparsetrain::avx2_detail {
+struct Simd {
+  using V = __m256;
+  static constexpr int W = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_load_ps(p); }
+  static void store(float* p, V v) { _mm256_store_ps(p, v); }
+  static V bcast(float s) { return _mm256_set1_ps(s); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  // Lane j of the result = sum of the 8 lanes of v[j]: 12 shuffles and 7 adds for 8 sums.
+  static V reduce_lanes(const V* v) {
+    V l1[4], l2[2];
+    for (int i = 0; i < 4; ++i)
+      l1[i] = _mm256_add_ps(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 2; ++i)
+      l2[i] = _mm256_add_ps(_mm256_shuffle_ps(l1[2 * i], l1[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm256_shuffle_ps(l1[2 * i], l1[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm256_add_ps(_mm256_permute2f128_ps(l2[0], l2[1], 0x20), _mm256_permute2f128_ps(l2[0], l2[1], 0x31));
+  }
+};
+}  // namespace sparsetrain::avx2_detail
+
+#include "kernels/spmm_simd.h"
+
+namespace sparsetrain::avx2 {
+void pack(ConstMatrixView src, PackedTokens& dst, Range tiles) { avx2_detail::pack(src, dst, tiles); }
+void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+              Range block_rows) {
+  avx2_detail::spmm_fwd(w, x, bias, y, tiles, block_rows);
+}
+void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
+           Range block_rows) {
+  avx2_detail::sddmm(w, dy, x, dvalues, accumulate, block_rows);
+}
+void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
+  avx2_detail::nm_fwd(w, x, bias, y, tiles, rows);
+}
+void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
+              Range rows) {
+  avx2_detail::nm_sddmm(w, dy, x, dvalues, accumulate, rows);
+}
+}  // namespace sparsetrain::avx2

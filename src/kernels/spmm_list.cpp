@@ -1,0 +1,158 @@
+// Implementation lists and the threading drivers for the sparse kernels. Partitioning is shared;
+// only the per-ISA inner loops differ.
+#include <algorithm>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/kernel_list.h"
+#include "kernels/spmm.h"
+
+namespace sparsetrain {
+
+namespace {
+
+template <typename Problem, typename Fn>
+using List = std::vector<KernelImpl<Problem, Fn>>;
+
+#ifdef SPARSETRAIN_HAVE_AVX512
+#define SPARSETRAIN_AVX512_ENTRY(kernel) {#kernel "_avx512", CpuIsa::Avx512, nullptr, avx512::kernel},
+#else
+#define SPARSETRAIN_AVX512_ENTRY(kernel)
+#endif
+#ifdef SPARSETRAIN_HAVE_AVX2
+#define SPARSETRAIN_AVX2_ENTRY(kernel) {#kernel "_avx2", CpuIsa::Avx2, nullptr, avx2::kernel},
+#else
+#define SPARSETRAIN_AVX2_ENTRY(kernel)
+#endif
+// avx512 -> avx2 -> ref
+#define SPARSETRAIN_KERNEL_LIST(kernel)                                   \
+  {SPARSETRAIN_AVX512_ENTRY(kernel) SPARSETRAIN_AVX2_ENTRY(kernel) \
+   {#kernel "_ref", CpuIsa::Ref, nullptr, ref::kernel}}
+
+const List<BlockSparseView, SpmmFwdFn> kSpmmFwd = SPARSETRAIN_KERNEL_LIST(spmm_fwd);
+const List<BlockSparseView, SddmmFn> kSddmm = SPARSETRAIN_KERNEL_LIST(sddmm);
+const List<NmView, NmFwdFn> kNmFwd = SPARSETRAIN_KERNEL_LIST(nm_fwd);
+const List<NmView, NmSddmmFn> kNmSddmm = SPARSETRAIN_KERNEL_LIST(nm_sddmm);
+const List<PackedTokens, PackFn> kPack = SPARSETRAIN_KERNEL_LIST(pack);
+
+template <typename Problem, typename Fn>
+const KernelImpl<Problem, Fn>& pick(std::string_view kernel, const List<Problem, Fn>& list, const Problem& p) {
+  return select_impl<Problem, Fn>(kernel, std::span<const KernelImpl<Problem, Fn>>(list), p);
+}
+
+void check_shapes(std::string_view kernel, int64_t w_rows, int64_t w_cols, const PackedTokens& x, MatrixView y) {
+  if (x.features != w_cols)
+    fail("{}: input has {} features but the weight has {} inputs", kernel, x.features, w_cols);
+  if (y.rows != x.tokens || y.cols != w_rows)
+    fail("{}: output is [{} x {}], expected [{} x {}]", kernel, y.rows, y.cols, x.tokens, w_rows);
+}
+
+void check_grad_shapes(std::string_view kernel, int64_t w_rows, int64_t w_cols, const PackedTokens& dy,
+                       const PackedTokens& x) {
+  if (dy.tokens != x.tokens)
+    fail("{}: output gradient has {} tokens but the input has {}", kernel, dy.tokens, x.tokens);
+  if (dy.features != w_rows || x.features != w_cols)
+    fail("{}: gradient shapes [{} x {}] and [{} x {}] do not match the weight [{} x {}]", kernel, dy.tokens,
+         dy.features, x.tokens, x.features, w_rows, w_cols);
+}
+
+// Forward split: token tiles when there are enough of them, else rows balanced by nonzeros.
+template <typename Run>
+void split_tiles_or_rows(int64_t tiles, std::span<const int32_t> row_prefix, Run run) {
+  const int nth = num_threads();
+  const int64_t rows = static_cast<int64_t>(row_prefix.size()) - 1;
+  if (tiles >= 2 * nth || rows < 2 * nth) {
+    parallel_run(static_cast<int>(std::min<int64_t>(tiles, nth)), [&](int ith, int n) {
+      Range t;
+      balance_even(tiles, ith, n, t.begin, t.end);
+      run(t, Range{0, rows});
+    });
+    return;
+  }
+  std::vector<int64_t> bounds = balance_prefix(row_prefix, nth);
+  parallel_run(nth, [&](int ith, int) { run(Range{0, tiles}, Range{bounds[ith], bounds[ith + 1]}); });
+}
+
+template <typename Run>
+void split_rows(std::span<const int32_t> row_prefix, Run run) {
+  std::vector<int64_t> bounds = balance_prefix(row_prefix, num_threads());
+  parallel_run(num_threads(), [&](int ith, int) { run(Range{bounds[ith], bounds[ith + 1]}); });
+}
+
+template <typename Run>
+void split_rows_even(int64_t rows, Run run) {
+  parallel_run(static_cast<int>(std::min<int64_t>(rows, num_threads())), [&](int ith, int nth) {
+    Range r;
+    balance_even(rows, ith, nth, r.begin, r.end);
+    run(r);
+  });
+}
+
+}  // namespace
+
+void PackedTokens::shape_for(int64_t t, int64_t f) {
+  tokens = t;
+  features = f;
+  features_padded = (f + kFeaturePad - 1) / kFeaturePad * kFeaturePad;
+  tiles = (t + kTokenTile - 1) / kTokenTile;
+  data.resize(static_cast<std::size_t>(tiles * features_padded * kTokenTile));
+}
+
+void pack_tokens(ConstMatrixView src, PackedTokens& dst) {
+  dst.shape_for(src.rows, src.cols);
+  const auto& impl = pick("pack", kPack, dst);
+  parallel_run(static_cast<int>(std::max<int64_t>(dst.tiles, 1)), [&](int ith, int nth) {
+    Range t;
+    balance_even(dst.tiles, ith, nth, t.begin, t.end);
+    impl.run(src, dst, t);
+  });
+}
+
+void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y) {
+  check_shapes("spmm_fwd", w.rows, w.cols, x, y);
+  const auto& impl = pick("spmm_fwd", kSpmmFwd, w);
+  split_tiles_or_rows(x.tiles, {w.row_ptr, static_cast<std::size_t>(w.block_rows + 1)},
+                      [&](Range tiles, Range rows) { impl.run(w, x, bias, y, tiles, rows); });
+}
+
+void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+           bool accumulate) {
+  check_grad_shapes("sddmm", w.rows, w.cols, dy, x);
+  const auto& impl = pick("sddmm", kSddmm, w);
+  split_rows({w.row_ptr, static_cast<std::size_t>(w.block_rows + 1)},
+             [&](Range rows) { impl.run(w, dy, x, dvalues, accumulate, rows); });
+}
+
+void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y) {
+  check_shapes("nm_fwd", w.rows, w.cols, x, y);
+  const auto& impl = pick("nm_fwd", kNmFwd, w);
+  const int nth = num_threads();
+  if (x.tiles >= 2 * nth || w.rows < 2 * nth) {
+    parallel_run(static_cast<int>(std::min<int64_t>(x.tiles, nth)), [&](int ith, int n) {
+      Range t;
+      balance_even(x.tiles, ith, n, t.begin, t.end);
+      impl.run(w, x, bias, y, t, Range{0, w.rows});
+    });
+    return;
+  }
+  split_rows_even(w.rows, [&](Range rows) { impl.run(w, x, bias, y, Range{0, x.tiles}, rows); });
+}
+
+void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate) {
+  check_grad_shapes("nm_sddmm", w.rows, w.cols, dy, x);
+  const auto& impl = pick("nm_sddmm", kNmSddmm, w);
+  split_rows_even(w.rows, [&](Range rows) { impl.run(w, dy, x, dvalues, accumulate, rows); });
+}
+
+void bias_grad(const PackedTokens& dy, float* dbias, bool accumulate) {
+  for (int64_t f = 0; f < dy.features; ++f) {
+    float sum = 0.0f;
+    for (int64_t tile = 0; tile < dy.tiles; ++tile) {
+      const float* row = dy.tile(tile) + f * kTokenTile;
+      for (int t = 0; t < kTokenTile; ++t) sum += row[t];
+    }
+    dbias[f] = accumulate ? dbias[f] + sum : sum;
+  }
+}
+
+}  // namespace sparsetrain

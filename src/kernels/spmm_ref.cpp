@@ -1,0 +1,99 @@
+// Reference kernels: plain loops in the order of the definitions in spmm.h. They read the same
+// packed layout as the fast kernels, so a test of ref against a float64 dense product also
+// checks packing, and every other implementation is checked against ref.
+#include <algorithm>
+
+#include "kernels/spmm.h"
+
+namespace sparsetrain::ref {
+
+namespace {
+// Packed value of feature f, token t of tile `tile`.
+float packed_at(const PackedTokens& p, int64_t tile, int64_t f, int t) {
+  return p.tile(tile)[f * kTokenTile + t];
+}
+int tile_tokens(const PackedTokens& p, int64_t tile) {
+  return static_cast<int>(std::min<int64_t>(kTokenTile, p.tokens - tile * kTokenTile));
+}
+}  // namespace
+
+void pack(ConstMatrixView src, PackedTokens& dst, Range tiles) {
+  for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
+    float* out = dst.tile(tile);
+    int valid = tile_tokens(dst, tile);
+    for (int64_t f = 0; f < dst.features_padded; ++f)
+      for (int t = 0; t < kTokenTile; ++t)
+        out[f * kTokenTile + t] =
+            (t < valid && f < dst.features) ? src.at(tile * kTokenTile + t, f) : 0.0f;
+  }
+}
+
+void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+              Range block_rows) {
+  const int b = w.block;
+  for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
+    int valid = tile_tokens(x, tile);
+    for (int64_t br = block_rows.begin; br < block_rows.end; ++br) {
+      for (int i = 0; i < b && br * b + i < w.rows; ++i) {
+        int64_t r = br * b + i;
+        for (int t = 0; t < valid; ++t) {
+          float sum = 0.0f;
+          for (int32_t k = w.row_ptr[br]; k < w.row_ptr[br + 1]; ++k)
+            for (int j = 0; j < b; ++j)
+              sum += w.values[static_cast<int64_t>(k) * b * b + i * b + j] * packed_at(x, tile, w.col[k] + j, t);
+          y.at(tile * kTokenTile + t, r) = sum + (bias != nullptr ? bias[r] : 0.0f);
+        }
+      }
+    }
+  }
+}
+
+void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+           bool accumulate, Range block_rows) {
+  const int b = w.block;
+  for (int64_t br = block_rows.begin; br < block_rows.end; ++br)
+    for (int32_t k = w.row_ptr[br]; k < w.row_ptr[br + 1]; ++k)
+      for (int i = 0; i < b; ++i)
+        for (int j = 0; j < b; ++j) {
+          float sum = 0.0f;
+          for (int64_t tile = 0; tile < x.tiles; ++tile)
+            for (int t = 0; t < kTokenTile; ++t)
+              sum += packed_at(dy, tile, br * b + i, t) * packed_at(x, tile, w.col[k] + j, t);
+          float& dst = dvalues[static_cast<int64_t>(k) * b * b + i * b + j];
+          dst = accumulate ? dst + sum : sum;
+        }
+}
+
+void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
+  const int64_t groups = w.groups();
+  for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
+    int valid = tile_tokens(x, tile);
+    for (int64_t r = rows.begin; r < rows.end; ++r)
+      for (int t = 0; t < valid; ++t) {
+        float sum = 0.0f;
+        for (int64_t g = 0; g < groups; ++g)
+          for (int s = 0; s < w.n; ++s) {
+            int64_t e = (r * groups + g) * w.n + s;
+            sum += w.values[e] * packed_at(x, tile, g * w.m + w.offset[e], t);
+          }
+        y.at(tile * kTokenTile + t, r) = sum + (bias != nullptr ? bias[r] : 0.0f);
+      }
+  }
+}
+
+void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
+              Range rows) {
+  const int64_t groups = w.groups();
+  for (int64_t r = rows.begin; r < rows.end; ++r)
+    for (int64_t g = 0; g < groups; ++g)
+      for (int s = 0; s < w.n; ++s) {
+        int64_t e = (r * groups + g) * w.n + s;
+        float sum = 0.0f;
+        for (int64_t tile = 0; tile < x.tiles; ++tile)
+          for (int t = 0; t < kTokenTile; ++t)
+            sum += packed_at(dy, tile, r, t) * packed_at(x, tile, g * w.m + w.offset[e], t);
+        dvalues[e] = accumulate ? dvalues[e] + sum : sum;
+      }
+}
+
+}  // namespace sparsetrain::ref

@@ -1,0 +1,25 @@
+#include "ops/linear.h"
+
+#include "kernels/dense_gemm.h"
+#include "kernels/spmm.h"
+
+namespace sparsetrain {
+
+void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x, MatrixView y, LinearWorkspace& ws) {
+  pack_tokens(x, ws.x);
+  w.forward(ws.x, bias, y);
+}
+
+void linear_backward(SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
+                     float* dbias, bool accumulate) {
+  pack_tokens(dy, ws.dy);
+  if (dx.data != nullptr) w.backward_data(ws.dy, dx);
+  w.backward_weights(ws.dy, ws.x, dvalues, accumulate);
+  if (dbias != nullptr) bias_grad(ws.dy, dbias, accumulate);
+}
+
+void linear_dense_weight_grad(ConstMatrixView dy, ConstMatrixView x, MatrixView dw) {
+  dense_linear_bwd_weights(dy, x, dw, nullptr);
+}
+
+}  // namespace sparsetrain

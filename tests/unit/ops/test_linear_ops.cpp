@@ -1,0 +1,184 @@
+// Every sparse format x every ISA path the machine has x the three linear passes, against a
+// float64 dense reference: odd shapes, one token, empty rows and columns, sparsity 0 and 1,
+// NaN-poisoned outputs, overwrite and accumulate modes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/isa.h"
+#include "core/philox.h"
+#include "formats/random_mask.h"
+#include "kernels/kernel_list.h"
+#include "formats/sparse_weight.h"
+#include "ops/linear.h"
+
+namespace sparsetrain {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Nonzero values, magnitude in [0.5, 1.5), random sign.
+void fill_nonzero(Matrix& m, const Philox& rng) {
+  for (int64_t i = 0; i < m.size(); ++i) {
+    float u = rng.uniform(i);
+    m.data()[i] = (u < 0.5f ? -1.0f : 1.0f) * (0.5f + 2.0f * std::fabs(u - 0.5f));
+  }
+}
+
+// A float32 result against a float64 sum of `terms` products whose absolute values add to abs_sum.
+void expect_close(double got, double want, double abs_sum, int64_t terms, const std::string& where) {
+  double tol = (static_cast<double>(terms) * 1.2e-7 + 1e-6) * abs_sum + 1e-30;
+  ASSERT_TRUE(std::isfinite(got)) << where << ": got " << got;
+  ASSERT_LE(std::fabs(got - want), tol) << where << ": got " << got << ", want " << want;
+}
+
+struct Case {
+  std::string format;
+  int64_t rows, cols, tokens;
+  double sparsity;
+  bool empty_lines;  // clear some rows and columns of the mask
+};
+
+std::string name_of(const Case& c, CpuIsa isa) {
+  return c.format + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " T=" + std::to_string(c.tokens) +
+         " s=" + std::to_string(c.sparsity) + (c.empty_lines ? " empty-lines" : "") + " isa=" +
+         std::string(isa_name(isa));
+}
+
+Mask make_mask(const Case& c, const FormatSpec& f, uint64_t seed) {
+  Mask mask = random_mask(f, c.rows, c.cols, c.sparsity, Philox(seed, "mask"));
+  if (!c.empty_lines) return mask;
+  // Whole block-rows and block-columns, so block formats stay block-uniform.
+  const int b = f.block;
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t col = 0; col < c.cols; ++col)
+      if ((r / b) % 3 == 1 || (col / b) % 4 == 2) mask.set(r, col, false);
+  return mask;
+}
+
+void run_case(const Case& c, CpuIsa isa) {
+  const std::string where = name_of(c, isa);
+  SCOPED_TRACE(where);
+  set_max_isa(isa);
+  const FormatSpec format = FormatSpec::parse(c.format, "test");
+  const uint64_t seed = static_cast<uint64_t>(c.rows * 1000003 + c.cols * 101 + c.tokens);
+  Matrix x(c.tokens, c.cols), dense(c.rows, c.cols), dy(c.tokens, c.rows), bias(1, c.rows);
+  fill_nonzero(x, Philox(seed, "x"));
+  fill_nonzero(dense, Philox(seed, "w"));
+  fill_nonzero(dy, Philox(seed, "dy"));
+  fill_nonzero(bias, Philox(seed, "b"));
+  const Mask mask = make_mask(c, format, seed);
+  auto w = SparseWeight::from_dense(format, dense, mask);
+  w->validate();
+  const Matrix wd = w->to_dense();  // the weight the kernels see (pruned = 0)
+
+  Matrix y(c.tokens, c.rows, kNaN), dx(c.tokens, c.cols, kNaN);
+  const std::size_t nvalues = w->values().size();
+  std::vector<float> dvalues(nvalues, kNaN), dbias(c.rows, kNaN);
+  LinearWorkspace ws;
+  linear_forward(*w, bias.data(), x, y, ws);
+  linear_backward(*w, dy, ws, dx, dvalues.data(), dbias.data());
+  const std::string suffix = "_" + std::string(isa_name(isa));
+  const bool nm = format.kind == FormatKind::NM;
+  for (std::string kernel : {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : "sddmm", "pack"})
+    ASSERT_EQ(last_dispatch(kernel), kernel + suffix) << "the path under test did not run";
+
+  int64_t nonzero_outputs = 0;
+  for (int64_t t = 0; t < c.tokens; ++t)
+    for (int64_t r = 0; r < c.rows; ++r) {
+      double want = bias.at(0, r), abs_sum = std::fabs(want);
+      for (int64_t k = 0; k < c.cols; ++k) {
+        want += static_cast<double>(x.at(t, k)) * wd.at(r, k);
+        abs_sum += std::fabs(static_cast<double>(x.at(t, k)) * wd.at(r, k));
+      }
+      expect_close(y.at(t, r), want, abs_sum, c.cols + 1, "forward Y[" + std::to_string(t) + "," + std::to_string(r) + "]");
+      nonzero_outputs += y.at(t, r) != bias.at(0, r);
+    }
+  for (int64_t t = 0; t < c.tokens; ++t)
+    for (int64_t k = 0; k < c.cols; ++k) {
+      double want = 0, abs_sum = 0;
+      for (int64_t r = 0; r < c.rows; ++r) {
+        want += static_cast<double>(dy.at(t, r)) * wd.at(r, k);
+        abs_sum += std::fabs(static_cast<double>(dy.at(t, r)) * wd.at(r, k));
+      }
+      expect_close(dx.at(t, k), want, abs_sum, c.rows, "backward-data dX[" + std::to_string(t) + "," + std::to_string(k) + "]");
+    }
+  // dW at every kept position, located through the dense twin of the gradient values.
+  auto grad = SparseWeight::create(format, c.rows, c.cols);
+  grad->assign(dense, mask);
+  std::copy(dvalues.begin(), dvalues.end(), grad->values().begin());
+  const Matrix dwd = grad->to_dense();
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t k = 0; k < c.cols; ++k) {
+      if (!mask.at(r, k)) continue;
+      double want = 0, abs_sum = 0;
+      for (int64_t t = 0; t < c.tokens; ++t) {
+        want += static_cast<double>(dy.at(t, r)) * x.at(t, k);
+        abs_sum += std::fabs(static_cast<double>(dy.at(t, r)) * x.at(t, k));
+      }
+      expect_close(dwd.at(r, k), want, abs_sum, c.tokens, "backward-weights dW[" + std::to_string(r) + "," + std::to_string(k) + "]");
+    }
+  for (float v : dvalues) ASSERT_TRUE(std::isfinite(v)) << "a stored gradient (padding included) was not written";
+  for (int64_t r = 0; r < c.rows; ++r) {
+    double want = 0, abs_sum = 0;
+    for (int64_t t = 0; t < c.tokens; ++t) {
+      want += dy.at(t, r);
+      abs_sum += std::fabs(dy.at(t, r));
+    }
+    expect_close(dbias[r], want, abs_sum, c.tokens, "bias gradient");
+  }
+  // Guard against trivially passing comparisons of mostly-zero outputs.
+  if (w->nnz() > 0) EXPECT_GT(nonzero_outputs, 0) << "every output equals the bias: the test would be vacuous";
+
+  // Accumulate mode adds to what is there.
+  std::vector<float> acc(nvalues), acc_bias(c.rows);
+  for (std::size_t i = 0; i < nvalues; ++i) acc[i] = 0.25f * static_cast<float>(i % 7);
+  for (int64_t r = 0; r < c.rows; ++r) acc_bias[r] = 1.0f;
+  linear_backward(*w, dy, ws, MatrixView{}, acc.data(), acc_bias.data(), true);
+  for (std::size_t i = 0; i < nvalues; ++i)
+    ASSERT_NEAR(acc[i], dvalues[i] + 0.25f * static_cast<float>(i % 7), 1e-5 * (1 + std::fabs(dvalues[i])))
+        << "accumulated gradient " << i;
+  for (int64_t r = 0; r < c.rows; ++r) ASSERT_NEAR(acc_bias[r], dbias[r] + 1.0f, 1e-5 * (1 + std::fabs(dbias[r])));
+}
+
+std::vector<CpuIsa> usable_isas() {
+  std::vector<CpuIsa> isas;
+  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512})
+    if (isa <= cpu_isa()) isas.push_back(isa);
+  return isas;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  for (std::string f : {"csr", "bcsr4", "bcsr8", "bcsr16"}) {
+    for (double s : {0.0, 0.5, 0.9, 1.0}) {
+      all.push_back({f, 37, 53, 67, s, false});   // odd everything, two tiles (one partial)
+      all.push_back({f, 37, 53, 1, s, false});    // one token
+    }
+    all.push_back({f, 96, 80, 130, 0.7, true});   // empty rows and columns, three tiles
+    all.push_back({f, 16, 16, 64, 0.5, false});   // exact multiples
+    all.push_back({f, 300, 45, 200, 0.97, false});  // tall, mostly empty rows
+  }
+  for (std::string f : {"2:4", "1:4", "2:8"}) {
+    all.push_back({f, 37, 56, 67, 0.0, false});
+    all.push_back({f, 37, 56, 1, 0.0, false});
+    all.push_back({f, 21, 168, 130, 0.0, false});
+  }
+  return all;
+}
+
+TEST(LinearOps, EveryFormatEveryIsaMatchesFloat64Reference) {
+  const CpuIsa saved = max_isa();
+  for (CpuIsa isa : usable_isas())
+    for (const Case& c : cases()) {
+      run_case(c, isa);
+      if (HasFatalFailure()) break;
+    }
+  set_max_isa(saved);
+}
+
+}  // namespace
+}  // namespace sparsetrain
