@@ -1,0 +1,122 @@
+// Shared pieces: tile geometry, transposed output staging, the output-stationary row dot,
+// and the grouped dot products with a lane reduction used by every SDDMM.
+// Part of the ISA-generic kernel bodies: included by kernels/spmm_simd.h inside the ISA's
+// namespace, after `struct Simd` is defined. Nothing here is ISA-specific.
+#pragma once
+
+namespace sparsetrain::SPARSETRAIN_SIMD_NS {
+
+using V = Simd::V;
+constexpr int W = Simd::W;
+constexpr int NV = kTokenTile / W;  // vectors per token tile
+constexpr int kStageRows = 16;      // rows staged before the transposed store
+constexpr int64_t kL2Budget = 512 * 1024;
+
+inline int tile_tokens(const PackedTokens& p, int64_t tile) {
+  return static_cast<int>(std::min<int64_t>(kTokenTile, p.tokens - tile * kTokenTile));
+}
+
+// stage[i][t] (+ bias) -> y[t0 + t][r0 + i] for i < nrows, t < valid.
+inline void store_transposed(const float* stage, int nrows, int64_t r0, int valid, const float* bias,
+                             MatrixView y, int64_t t0) {
+  float b[kStageRows];
+  for (int i = 0; i < nrows; ++i) b[i] = bias != nullptr ? bias[r0 + i] : 0.0f;
+  for (int t = 0; t < valid; ++t) {
+    float* dst = y.row(t0 + t) + r0;
+    for (int i = 0; i < nrows; ++i) dst[i] = stage[i * kTokenTile + t] + b[i];
+  }
+}
+
+// One CSR-like row: out[0..64) = sum_k val(k) * xp[col(k)] over `count` entries. Two independent
+// accumulator sets when a tile is only 4 vectors keep 8 FMA chains in flight.
+template <typename ColOf>
+inline void row_dot(const float* xp, const float* val, int64_t count, ColOf col_of, float* out) {
+  constexpr bool kTwoSets = NV < 8;
+  V a[NV], c[NV];
+  for (int v = 0; v < NV; ++v) a[v] = c[v] = Simd::zero();
+  int64_t k = 0;
+  if constexpr (kTwoSets) {
+    for (; k + 1 < count; k += 2) {
+      V w0 = Simd::bcast(val[k]);
+      V w1 = Simd::bcast(val[k + 1]);
+      const float* x0 = xp + static_cast<int64_t>(col_of(k)) * kTokenTile;
+      const float* x1 = xp + static_cast<int64_t>(col_of(k + 1)) * kTokenTile;
+      for (int v = 0; v < NV; ++v) {
+        a[v] = Simd::fma(w0, Simd::load(x0 + v * W), a[v]);
+        c[v] = Simd::fma(w1, Simd::load(x1 + v * W), c[v]);
+      }
+    }
+  }
+  for (; k < count; ++k) {
+    V w0 = Simd::bcast(val[k]);
+    const float* x0 = xp + static_cast<int64_t>(col_of(k)) * kTokenTile;
+    for (int v = 0; v < NV; ++v) a[v] = Simd::fma(w0, Simd::load(x0 + v * W), a[v]);
+  }
+  for (int v = 0; v < NV; ++v) Simd::store(out + v * W, kTwoSets ? Simd::add(a[v], c[v]) : a[v]);
+}
+
+// Rows [rows.begin, rows.end) of tile `tile`; row_of(r, out) fills out[0..64) for row r.
+template <typename RowOf>
+inline void rows_to_output(Range rows, int64_t tile, int valid, const float* bias, MatrixView y, RowOf row_of) {
+  alignas(64) float stage[kStageRows * kTokenTile];
+  for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kStageRows) {
+    int n = static_cast<int>(std::min<int64_t>(kStageRows, rows.end - r0));
+    for (int i = 0; i < n; ++i) row_of(r0 + i, stage + i * kTokenTile);
+    store_transposed(stage, n, r0, valid, bias, y, tile * kTokenTile);
+  }
+}
+
+// Tiles per chunk so the chunk's packed panel of `features` rows stays in L2.
+inline int64_t tiles_per_chunk(const PackedTokens& p) {
+  int64_t panel = p.features_padded * kTokenTile * static_cast<int64_t>(sizeof(float));
+  return std::max<int64_t>(1, kL2Budget / std::max<int64_t>(panel, 1));
+}
+
+// dst[0..n) (+)= lanes of v.
+inline void add_lanes(float* dst, V v, int n, bool overwrite) {
+  alignas(64) float lanes[W];
+  Simd::store(lanes, v);
+  for (int j = 0; j < n; ++j) dst[j] = overwrite ? lanes[j] : dst[j] + lanes[j];
+}
+
+// W entries of one row r: lane j = sum over tiles [t0, t1) of dy[r] . x[cols[j]].
+inline V row_group_dots(const PackedTokens& dy, const PackedTokens& x, int64_t r, const int32_t* cols, int64_t t0,
+                        int64_t t1) {
+  V acc[W];
+  for (int j = 0; j < W; ++j) acc[j] = Simd::zero();
+  for (int64_t tile = t0; tile < t1; ++tile) {
+    const float* d = dy.tile(tile) + r * kTokenTile;
+    const float* xp = x.tile(tile);
+    V dv[NV];
+    for (int v = 0; v < NV; ++v) dv[v] = Simd::load(d + v * W);
+    for (int j = 0; j < W; ++j) {
+      const float* xc = xp + static_cast<int64_t>(cols[j]) * kTokenTile;
+      for (int v = 0; v < NV; ++v) acc[j] = Simd::fma(dv[v], Simd::load(xc + v * W), acc[j]);
+    }
+  }
+  return Simd::reduce_lanes(acc);
+}
+
+// SDDMM over rows whose entries are a flat list: entry k of row r has column col_of(r, k) and
+// value slot first(r) + k. Used by CSR and N:M.
+template <typename Count, typename First, typename ColOf>
+void rowlist_sddmm(const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate, Range rows,
+                   Count count, First first, ColOf col_of) {
+  const int64_t chunk = tiles_per_chunk(x);
+  for (int64_t t0 = 0; t0 < x.tiles; t0 += chunk) {
+    const int64_t t1 = std::min(x.tiles, t0 + chunk);
+    const bool overwrite = !accumulate && t0 == 0;
+    for (int64_t r = rows.begin; r < rows.end; ++r) {
+      const int64_t nnz = count(r);
+      float* dst = dvalues + first(r);
+      for (int64_t k0 = 0; k0 < nnz; k0 += W) {
+        int n = static_cast<int>(std::min<int64_t>(W, nnz - k0));
+        int32_t cols[W];
+        for (int j = 0; j < W; ++j) cols[j] = col_of(r, k0 + std::min(j, n - 1));
+        add_lanes(dst + k0, row_group_dots(dy, x, r, cols, t0, t1), n, overwrite);
+      }
+    }
+  }
+}
+
+}  // namespace sparsetrain::SPARSETRAIN_SIMD_NS
