@@ -10,20 +10,31 @@ using V = Simd::V;
 constexpr int W = Simd::W;
 constexpr int NV = kTokenTile / W;  // vectors per token tile
 constexpr int kStageRows = 16;      // rows staged before the transposed store
-constexpr int64_t kL2Budget = 512 * 1024;
+constexpr int64_t kL2Budget = 1024 * 1024;
 
 inline int tile_tokens(const PackedTokens& p, int64_t tile) {
   return static_cast<int>(std::min<int64_t>(kTokenTile, p.tokens - tile * kTokenTile));
 }
 
-// stage[i][t] (+ bias) -> y[t0 + t][r0 + i] for i < nrows, t < valid.
+// stage[i][t] (+ bias) -> y[t0 + t][r0 + i] for i < nrows, t < valid. Full groups of W rows go
+// through W x W register transposes and leave as one vector store per token.
 inline void store_transposed(const float* stage, int nrows, int64_t r0, int valid, const float* bias,
                              MatrixView y, int64_t t0) {
-  float b[kStageRows];
-  for (int i = 0; i < nrows; ++i) b[i] = bias != nullptr ? bias[r0 + i] : 0.0f;
+  int i0 = 0;
+  for (; i0 + W <= nrows; i0 += W) {
+    const V b = bias != nullptr ? Simd::loadu(bias + r0 + i0) : Simd::zero();
+    for (int tb = 0; tb < valid; tb += W) {
+      V v[W];
+      for (int i = 0; i < W; ++i) v[i] = Simd::load(stage + (i0 + i) * kTokenTile + tb);
+      Simd::transpose(v);
+      const int n = std::min(W, valid - tb);
+      for (int j = 0; j < n; ++j) Simd::storeu(y.row(t0 + tb + j) + r0 + i0, Simd::add(v[j], b));
+    }
+  }
+  if (i0 == nrows) return;
   for (int t = 0; t < valid; ++t) {
     float* dst = y.row(t0 + t) + r0;
-    for (int i = 0; i < nrows; ++i) dst[i] = stage[i * kTokenTile + t] + b[i];
+    for (int i = i0; i < nrows; ++i) dst[i] = stage[i * kTokenTile + t] + (bias != nullptr ? bias[r0 + i] : 0.0f);
   }
 }
 
@@ -74,6 +85,10 @@ inline int64_t tiles_per_chunk(const PackedTokens& p) {
 
 // dst[0..n) (+)= lanes of v.
 inline void add_lanes(float* dst, V v, int n, bool overwrite) {
+  if (n == W) {
+    Simd::storeu(dst, overwrite ? v : Simd::add(Simd::loadu(dst), v));
+    return;
+  }
   alignas(64) float lanes[W];
   Simd::store(lanes, v);
   for (int j = 0; j < n; ++j) dst[j] = overwrite ? lanes[j] : dst[j] + lanes[j];
@@ -89,8 +104,11 @@ inline V row_group_dots(const PackedTokens& dy, const PackedTokens& x, int64_t r
     const float* xp = x.tile(tile);
     V dv[NV];
     for (int v = 0; v < NV; ++v) dv[v] = Simd::load(d + v * W);
+    // Fully unrolled so the W accumulators stay in registers (GCC keeps them on the stack otherwise).
+#pragma GCC unroll 16
     for (int j = 0; j < W; ++j) {
       const float* xc = xp + static_cast<int64_t>(cols[j]) * kTokenTile;
+#pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[j] = Simd::fma(dv[v], Simd::load(xc + v * W), acc[j]);
     }
   }
