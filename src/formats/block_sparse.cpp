@@ -39,6 +39,7 @@ void BlockSparseMatrix::reserve(int64_t nnz) {
   const int64_t blocks = (nnz + bb - 1) / bb + (block_ > 1 ? block_rows_ : 0);
   for (auto* buffer : {&col_, &next_col_}) buffer->reserve(blocks);
   for (auto* buffer : {&values_, &next_values_}) buffer->reserve(blocks * bb);
+  if (block_ == 1) transposed_grad_.reserve(blocks);
   transposed_.reserve(blocks, block_);
 }
 
@@ -215,6 +216,14 @@ void BlockSparseMatrix::forward(const PackedTokens& x, const float* bias, Matrix
 
 void BlockSparseMatrix::backward_data(const PackedTokens& dy, MatrixView dx) {
   spmm_fwd(transposed_view(), dy, nullptr, dx);
+}
+
+void BlockSparseMatrix::backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
+                                 bool accumulate) {
+  if (block_ != 1 || dx.data == nullptr) return SparseWeight::backward(dy, x, dx, dvalues, accumulate);
+  const BlockSparseView wt = transposed_view();
+  transposed_grad_.resize(static_cast<std::size_t>(wt.blocks()));
+  csr_backward(wt, transposed_.perm(), dy, x, dx, dvalues, transposed_grad_.data(), accumulate);
 }
 
 void BlockSparseMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,

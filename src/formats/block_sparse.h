@@ -37,6 +37,9 @@ class BlockSparseMatrix final : public SparseWeight {
   void backward_data(const PackedTokens& dy, MatrixView dx) override;
   void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                         bool accumulate) const override;
+  // CSR: one fused sweep over W^T computes dX and dW (see csr_backward).
+  void backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
+                bool accumulate) override;
 
  private:
   // Builds next_row_ptr_ / next_col_ from the mask and returns the kept block count.
@@ -52,6 +55,7 @@ class BlockSparseMatrix final : public SparseWeight {
   AlignedBuffer<int32_t> next_row_ptr_, next_col_;  // built by scan_mask, swapped in on commit
   AlignedBuffer<float> next_values_;
   TransposedPattern transposed_;
+  AlignedBuffer<float> transposed_grad_;  // CSR fused backward: dW in W^T order
 };
 
 }  // namespace sparsetrain

@@ -24,6 +24,12 @@ Matrix SparseWeight::to_dense() const {
   return dense;
 }
 
+void SparseWeight::backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
+                            bool accumulate) {
+  if (dx.data != nullptr) backward_data(dy, dx);
+  backward_weights(dy, x, dvalues, accumulate);
+}
+
 double SparseWeight::sparsity() const {
   int64_t total = rows_ * cols_;
   return total == 0 ? 0.0 : 1.0 - static_cast<double>(nnz()) / static_cast<double>(total);

@@ -60,6 +60,10 @@ class SparseWeight {
   // dvalues[i] (+)= gradient of values()[i]: dY^T X sampled at the stored entries.
   virtual void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                                 bool accumulate = false) const = 0;
+  // Both backward passes (dX skipped when dx.data is null). Formats whose kernels can share
+  // work between the two override it.
+  virtual void backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
+                        bool accumulate = false);
 
  protected:
   SparseWeight(int64_t rows, int64_t cols) : rows_(rows), cols_(cols) {}

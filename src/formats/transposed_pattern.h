@@ -17,6 +17,8 @@ class TransposedPattern {
   void reserve(int64_t blocks, int block);
   void refresh(const float* src_values);
   BlockSparseView view() const { return view_; }
+  // perm()[i]: the source block of transposed block i.
+  const int32_t* perm() const { return perm_.data(); }
 
  private:
   AlignedBuffer<int32_t> row_ptr_, col_, perm_, cursor_;

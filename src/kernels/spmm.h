@@ -35,6 +35,11 @@ using SpmmFwdFn = void(const BlockSparseView& w, const PackedTokens& x, const fl
                        Range tiles, Range block_rows);
 using SddmmFn = void(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                      bool accumulate, Range block_rows);
+// Fused backward over W^T held as CSR: for the W^T rows in `rows`, dX rows (output-stationary)
+// and, for every entry i of those rows, dwt[i] (+)= its weight gradient, in W^T order. The dY
+// line each entry gathers feeds both products.
+using CsrBackwardFn = void(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx,
+                           float* dwt, Range rows);
 using NmFwdFn = void(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
                      Range rows);
 using NmSddmmFn = void(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
@@ -44,6 +49,11 @@ using NmSddmmFn = void(const NmView& w, const PackedTokens& dy, const PackedToke
 void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y);
 void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
            bool accumulate = false);
+// Fused backward-data + backward-weights for a CSR weight from its transposed companion wt and
+// the permutation perm (entry i of wt is value perm[i] of W): dX = dY W and dvalues (+)= dW at
+// W's entries. dwt is scratch of wt.blocks() floats.
+void csr_backward(const BlockSparseView& wt, const int32_t* perm, const PackedTokens& dy, const PackedTokens& x,
+                  MatrixView dx, float* dvalues, float* dwt, bool accumulate = false);
 void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y);
 void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
               bool accumulate = false);
@@ -55,6 +65,7 @@ void bias_grad(const PackedTokens& dy, float* dbias, bool accumulate = false);
 namespace ref {
 PackFn pack;
 SpmmFwdFn spmm_fwd;
+CsrBackwardFn csr_backward;
 SddmmFn sddmm;
 NmFwdFn nm_fwd;
 NmSddmmFn nm_sddmm;
@@ -64,6 +75,7 @@ NmSddmmFn nm_sddmm;
   namespace isa {                            \
   PackFn pack;                               \
   SpmmFwdFn spmm_fwd;                        \
+  CsrBackwardFn csr_backward;                \
   SddmmFn sddmm;                             \
   NmFwdFn nm_fwd;                            \
   NmSddmmFn nm_sddmm;                        \

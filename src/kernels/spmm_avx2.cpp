@@ -55,6 +55,10 @@ void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias
               Range block_rows) {
   avx2_detail::spmm_fwd(w, x, bias, y, tiles, block_rows);
 }
+void csr_backward(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx,
+                  float* dwt, Range rows) {
+  avx2_detail::csr_backward(wt, dy, x, dx, dwt, rows);
+}
 void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
            Range block_rows) {
   avx2_detail::sddmm(w, dy, x, dvalues, accumulate, block_rows);

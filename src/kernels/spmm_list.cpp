@@ -30,6 +30,7 @@ using List = std::vector<KernelImpl<Problem, Fn>>;
    {#kernel "_ref", CpuIsa::Ref, nullptr, ref::kernel}}
 
 const List<BlockSparseView, SpmmFwdFn> kSpmmFwd = SPARSETRAIN_KERNEL_LIST(spmm_fwd);
+const List<BlockSparseView, CsrBackwardFn> kCsrBackward = SPARSETRAIN_KERNEL_LIST(csr_backward);
 const List<BlockSparseView, SddmmFn> kSddmm = SPARSETRAIN_KERNEL_LIST(sddmm);
 const List<NmView, NmFwdFn> kNmFwd = SPARSETRAIN_KERNEL_LIST(nm_fwd);
 const List<NmView, NmSddmmFn> kNmSddmm = SPARSETRAIN_KERNEL_LIST(nm_sddmm);
@@ -121,6 +122,23 @@ void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens&
   const auto& impl = pick("sddmm", kSddmm, w);
   split_rows({w.row_ptr, static_cast<std::size_t>(w.block_rows + 1)},
              [&](Range rows) { impl.run(w, dy, x, dvalues, accumulate, rows); });
+}
+
+void csr_backward(const BlockSparseView& wt, const int32_t* perm, const PackedTokens& dy, const PackedTokens& x,
+                  MatrixView dx, float* dvalues, float* dwt, bool accumulate) {
+  if (wt.block != 1) fail("csr_backward: needs a CSR (block 1) pattern, got block {}", wt.block);
+  check_grad_shapes("csr_backward", wt.cols, wt.rows, dy, x);
+  if (dx.rows != x.tokens || dx.cols != wt.rows)
+    fail("csr_backward: dX is [{} x {}], expected [{} x {}]", dx.rows, dx.cols, x.tokens, wt.rows);
+  const auto& impl = pick("csr_backward", kCsrBackward, wt);
+  split_rows({wt.row_ptr, static_cast<std::size_t>(wt.block_rows + 1)},
+             [&](Range rows) { impl.run(wt, dy, x, dx, dwt, rows); });
+  const int64_t entries = wt.blocks();
+  parallel_run(num_threads(), [&](int ith, int nth) {
+    int64_t begin, end;
+    balance_even(entries, ith, nth, begin, end);
+    for (int64_t i = begin; i < end; ++i) dvalues[perm[i]] = accumulate ? dvalues[perm[i]] + dwt[i] : dwt[i];
+  });
 }
 
 void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y) {

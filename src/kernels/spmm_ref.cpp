@@ -48,6 +48,18 @@ void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias
   }
 }
 
+void csr_backward(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx,
+                  float* dwt, Range rows) {
+  spmm_fwd(wt, dy, nullptr, dx, Range{0, dy.tiles}, rows);
+  for (int64_t k = rows.begin; k < rows.end; ++k)
+    for (int32_t i = wt.row_ptr[k]; i < wt.row_ptr[k + 1]; ++i) {
+      float sum = 0.0f;
+      for (int64_t tile = 0; tile < x.tiles; ++tile)
+        for (int t = 0; t < kTokenTile; ++t) sum += packed_at(dy, tile, wt.col[i], t) * packed_at(x, tile, k, t);
+      dwt[i] = sum;
+    }
+}
+
 void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
            bool accumulate, Range block_rows) {
   const int b = w.block;

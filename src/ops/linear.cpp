@@ -13,8 +13,7 @@ void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x,
 void linear_backward(SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
                      float* dbias, bool accumulate) {
   pack_tokens(dy, ws.dy);
-  if (dx.data != nullptr) w.backward_data(ws.dy, dx);
-  w.backward_weights(ws.dy, ws.x, dvalues, accumulate);
+  w.backward(ws.dy, ws.x, dx, dvalues, accumulate);
   if (dbias != nullptr) bias_grad(ws.dy, dbias, accumulate);
 }
 

@@ -83,7 +83,8 @@ void run_case(const Case& c, CpuIsa isa) {
   linear_backward(*w, dy, ws, dx, dvalues.data(), dbias.data());
   const std::string suffix = "_" + std::string(isa_name(isa));
   const bool nm = format.kind == FormatKind::NM;
-  for (std::string kernel : {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : "sddmm", "pack"})
+  const bool csr = !nm && format.block == 1;
+  for (std::string kernel : {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : (csr ? "csr_backward" : "sddmm"), "pack"})
     ASSERT_EQ(last_dispatch(kernel), kernel + suffix) << "the path under test did not run";
 
   int64_t nonzero_outputs = 0;
@@ -137,7 +138,8 @@ void run_case(const Case& c, CpuIsa isa) {
   std::vector<float> acc(nvalues), acc_bias(c.rows);
   for (std::size_t i = 0; i < nvalues; ++i) acc[i] = 0.25f * static_cast<float>(i % 7);
   for (int64_t r = 0; r < c.rows; ++r) acc_bias[r] = 1.0f;
-  linear_backward(*w, dy, ws, MatrixView{}, acc.data(), acc_bias.data(), true);
+  linear_backward(*w, dy, ws, MatrixView{}, acc.data(), acc_bias.data(), true);  // weights only
+  if (!nm) ASSERT_EQ(last_dispatch("sddmm"), "sddmm" + suffix);
   for (std::size_t i = 0; i < nvalues; ++i)
     ASSERT_NEAR(acc[i], dvalues[i] + 0.25f * static_cast<float>(i % 7), 1e-5 * (1 + std::fabs(dvalues[i])))
         << "accumulated gradient " << i;
