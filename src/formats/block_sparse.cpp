@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "formats/column_slices.h"
 #include "kernels/spmm.h"
 
 namespace sparsetrain {
@@ -18,7 +19,8 @@ BlockSparseMatrix::BlockSparseMatrix(int64_t rows, int64_t cols, int block)
 }
 
 BlockSparseView BlockSparseMatrix::view() const {
-  return {rows_, cols_, block_, block_rows_, row_ptr_.data(), col_.data(), values_.data()};
+  return {rows_, cols_, block_, block_rows_, row_ptr_.data(), col_.data(), values_.data(),
+          slice_ptr_.empty() ? nullptr : slice_ptr_.data()};
 }
 
 BlockSparseView BlockSparseMatrix::transposed_view() {
@@ -116,6 +118,7 @@ void BlockSparseMatrix::commit_structure() {
     for (int64_t br = 0; br < block_rows_; ++br)
       for (int32_t k = row_ptr_[br]; k < row_ptr_[br + 1]; ++k) nnz_ += in_range(br, col_[k]);
   }
+  build_column_slices(view(), slice_ptr_);
   transposed_.build(view());
   transposed_stale_ = true;
 }

@@ -56,6 +56,7 @@ class BlockSparseMatrix final : public SparseWeight {
   AlignedBuffer<float> next_values_;
   TransposedPattern transposed_;
   AlignedBuffer<float> transposed_grad_;  // CSR fused backward: dW in W^T order
+  AlignedBuffer<int32_t> slice_ptr_;      // CSR: column slices for the kernels
 };
 
 }  // namespace sparsetrain

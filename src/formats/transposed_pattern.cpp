@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "formats/column_slices.h"
+
 namespace sparsetrain {
 
 void TransposedPattern::reserve(int64_t blocks, int block) {
@@ -30,6 +32,8 @@ void TransposedPattern::build(const BlockSparseView& src) {
       perm_[slot] = k;
     }
   view_ = {src.cols, src.rows, b, t_block_rows, row_ptr_.data(), col_.data(), values_.data()};
+  build_column_slices(view_, slice_ptr_);
+  view_.slice_ptr = slice_ptr_.empty() ? nullptr : slice_ptr_.data();
 }
 
 void TransposedPattern::refresh(const float* src_values) {

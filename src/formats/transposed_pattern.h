@@ -21,7 +21,7 @@ class TransposedPattern {
   const int32_t* perm() const { return perm_.data(); }
 
  private:
-  AlignedBuffer<int32_t> row_ptr_, col_, perm_, cursor_;
+  AlignedBuffer<int32_t> row_ptr_, col_, perm_, cursor_, slice_ptr_;
   AlignedBuffer<float> values_;
   BlockSparseView view_;
 };

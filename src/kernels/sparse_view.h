@@ -5,6 +5,11 @@
 
 namespace sparsetrain {
 
+// Columns per slice for the CSR kernels: a slice of a packed operand (1536 features x 64 tokens
+// x 4 bytes = 384 KB) stays in a 1 MB L2 beside the streamed weights and partial sums, where a
+// whole 3072- or 4096-feature panel would not.
+inline constexpr int kSliceCols = 1536;
+
 // W [rows x cols] stored as square b x b blocks, grouped by block-row (b = 1 is CSR).
 // Edge blocks of a shape that is not a multiple of b are stored whole; their out-of-range
 // entries are zero and never reported as nonzeros.
@@ -16,7 +21,11 @@ struct BlockSparseView {
   const int32_t* row_ptr = nullptr;   // [block_rows + 1], offsets in blocks
   const int32_t* col = nullptr;       // [blocks] first column of each block, ascending per row
   const float* values = nullptr;      // [blocks * block * block], row-major inside a block
+  // CSR only, may be null: slice_ptr[r * (slices() + 1) + s] is the first entry of row r whose
+  // column is >= s * kSliceCols (the last one is row_ptr[r + 1]).
+  const int32_t* slice_ptr = nullptr;
   int64_t blocks() const { return row_ptr[block_rows]; }
+  int64_t slices() const { return (cols + kSliceCols - 1) / kSliceCols; }
 };
 
 // W [rows x cols] with exactly n kept weights in every group of m consecutive inputs

@@ -40,11 +40,16 @@ inline void store_transposed(const float* stage, int nrows, int64_t r0, int vali
 
 // One CSR-like row: out[0..64) = sum_k val(k) * xp[col(k)] over `count` entries. Two independent
 // accumulator sets when a tile is only 4 vectors keep 8 FMA chains in flight.
+// With accumulate, the sum is added to what out holds.
 template <typename ColOf>
-inline void row_dot(const float* xp, const float* val, int64_t count, ColOf col_of, float* out) {
+inline void row_dot(const float* xp, const float* val, int64_t count, ColOf col_of, float* out,
+                    bool accumulate = false) {
   constexpr bool kTwoSets = NV < 8;
   V a[NV], c[NV];
-  for (int v = 0; v < NV; ++v) a[v] = c[v] = Simd::zero();
+  for (int v = 0; v < NV; ++v) {
+    a[v] = accumulate ? Simd::load(out + v * W) : Simd::zero();
+    c[v] = Simd::zero();
+  }
   int64_t k = 0;
   if constexpr (kTwoSets) {
     for (; k + 1 < count; k += 2) {

@@ -5,14 +5,49 @@
 
 namespace sparsetrain::SPARSETRAIN_SIMD_NS {
 
+// Entries [begin, end) of one row within one column slice.
+struct EntryRange {
+  int32_t begin, end;
+};
+
+// Runs row_fn(r, entries, out, accumulate) for every row of `rows` in one tile, where out holds
+// the row's kTokenTile outputs, then writes them token-major (plus bias). For a sliced pattern
+// the rows visit one column slice after another, so each slice of the gathered operand stays in
+// L2; partial sums wait in a per-thread buffer and `accumulate` says to add to them.
+template <typename RowFn>
+inline void csr_rows(const BlockSparseView& w, Range rows, int64_t tile, int valid, const float* bias, MatrixView y,
+                     RowFn row_fn) {
+  const int64_t slices = w.slice_ptr != nullptr ? w.slices() : 1;
+  if (slices == 1) {
+    rows_to_output(rows, tile, valid, bias, y, [&](int64_t r, float* out) {
+      row_fn(r, EntryRange{w.row_ptr[r], w.row_ptr[r + 1]}, out, false);
+    });
+    return;
+  }
+  thread_local AlignedBuffer<float> partial;
+  partial.resize(static_cast<std::size_t>((rows.end - rows.begin) * kTokenTile));
+  for (int64_t s = 0; s < slices; ++s) {
+    int64_t group = rows.begin;  // first row not yet written to y
+    for (int64_t r = rows.begin; r < rows.end; ++r) {
+      const int32_t* sp = w.slice_ptr + r * (slices + 1) + s;
+      float* out = partial.data() + (r - rows.begin) * kTokenTile;
+      if (sp[1] > sp[0] || s == 0) row_fn(r, EntryRange{sp[0], sp[1]}, out, s > 0);
+      if (s + 1 == slices && (r + 1 - group == kStageRows || r + 1 == rows.end)) {
+        store_transposed(partial.data() + (group - rows.begin) * kTokenTile, static_cast<int>(r + 1 - group), group,
+                         valid, bias, y, tile * kTokenTile);
+        group = r + 1;
+      }
+    }
+  }
+}
+
 inline void csr_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
                     Range rows) {
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
     const float* xp = x.tile(tile);
-    rows_to_output(rows, tile, tile_tokens(x, tile), bias, y, [&](int64_t r, float* out) {
-      const int32_t begin = w.row_ptr[r];
-      const int32_t* col = w.col + begin;
-      row_dot(xp, w.values + begin, w.row_ptr[r + 1] - begin, [col](int64_t k) { return col[k]; }, out);
+    csr_rows(w, rows, tile, tile_tokens(x, tile), bias, y, [&](int64_t, EntryRange e, float* out, bool accumulate) {
+      row_dot(xp, w.values + e.begin, e.end - e.begin, [col = w.col + e.begin](int64_t k) { return col[k]; }, out,
+              accumulate);
     });
   }
 }
@@ -42,30 +77,22 @@ inline void backward_group(const float* dyp, const int32_t* col, const float* va
 
 inline void csr_backward(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx,
                          float* dwt, Range rows) {
-  alignas(64) float stage[kStageRows * kTokenTile];
   for (int64_t tile = 0; tile < dy.tiles; ++tile) {
     const float* dyp = dy.tile(tile);
     const float* xp = x.tile(tile);
-    const bool overwrite = tile == 0;
-    for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kStageRows) {
-      const int n = static_cast<int>(std::min<int64_t>(kStageRows, rows.end - r0));
-      for (int i = 0; i < n; ++i) {
-        const int64_t k = r0 + i;
-        V xk[NV], dxa[NV];
-        for (int v = 0; v < NV; ++v) {
-          xk[v] = Simd::load(xp + k * kTokenTile + v * W);
-          dxa[v] = Simd::zero();
-        }
-        int32_t g = wt.row_ptr[k];
-        const int32_t end = wt.row_ptr[k + 1];
-        for (; g + W <= end; g += W)
-          backward_group<true>(dyp, wt.col + g, wt.values + g, W, xk, dxa, dwt + g, overwrite);
-        if (g < end)
-          backward_group<false>(dyp, wt.col + g, wt.values + g, end - g, xk, dxa, dwt + g, overwrite);
-        for (int v = 0; v < NV; ++v) Simd::store(stage + i * kTokenTile + v * W, dxa[v]);
+    const bool overwrite = tile == 0;  // every entry lies in exactly one slice
+    csr_rows(wt, rows, tile, tile_tokens(dy, tile), nullptr, dx, [&](int64_t k, EntryRange e, float* out, bool accumulate) {
+      V xk[NV], dxa[NV];
+      for (int v = 0; v < NV; ++v) {
+        xk[v] = Simd::load(xp + k * kTokenTile + v * W);
+        dxa[v] = accumulate ? Simd::load(out + v * W) : Simd::zero();
       }
-      store_transposed(stage, n, r0, tile_tokens(dy, tile), nullptr, dx, tile * kTokenTile);
-    }
+      int32_t g = e.begin;
+      for (; g + W <= e.end; g += W)
+        backward_group<true>(dyp, wt.col + g, wt.values + g, W, xk, dxa, dwt + g, overwrite);
+      if (g < e.end) backward_group<false>(dyp, wt.col + g, wt.values + g, e.end - g, xk, dxa, dwt + g, overwrite);
+      for (int v = 0; v < NV; ++v) Simd::store(out + v * W, dxa[v]);
+    });
   }
 }
 

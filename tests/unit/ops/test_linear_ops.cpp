@@ -164,6 +164,10 @@ std::vector<Case> cases() {
     all.push_back({f, 16, 16, 64, 0.5, false});   // exact multiples
     all.push_back({f, 300, 45, 200, 0.97, false});  // tall, mostly empty rows
   }
+  // Wider than one column slice (kSliceCols) in W and in W^T: the sliced CSR paths.
+  all.push_back({"csr", 40, 1700, 70, 0.9, false});
+  all.push_back({"csr", 1600, 24, 70, 0.9, false});
+  all.push_back({"2:4", 1600, 24, 70, 0.0, false});
   for (std::string f : {"2:4", "1:4", "2:8"}) {
     all.push_back({f, 37, 56, 67, 0.0, false});
     all.push_back({f, 37, 56, 1, 0.0, false});
