@@ -1,9 +1,11 @@
 #include "formats/block_sparse.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "formats/column_slices.h"
 #include "kernels/spmm.h"
 
@@ -46,28 +48,54 @@ void BlockSparseMatrix::reserve(int64_t nnz) {
 }
 
 namespace {
-// Columns of the nonzero bytes of row[0..cols), appended at out; returns how many. Zero words
-// of 8 bytes are skipped at once, which is most of a row at high sparsity.
+// Bit i set when byte i of w is nonzero: high bits of each byte, gathered by one multiply.
+unsigned nonzero_bytes(uint64_t w) {
+  const uint64_t high = (((w & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | w) & 0x8080808080808080ull;
+  return static_cast<unsigned>(((high >> 7) * 0x0102040810204080ull) >> 56);
+}
+
+// kBytePositions[bits]: the indices of the set bits of `bits`, ascending.
+constexpr auto kBytePositions = [] {
+  std::array<std::array<uint8_t, 8>, 256> table{};
+  for (unsigned bits = 0; bits < 256; ++bits)
+    for (unsigned i = 0, n = 0; i < 8; ++i)
+      if ((bits >> i) & 1u) table[bits][n++] = static_cast<uint8_t>(i);
+  return table;
+}();
+
+int64_t count_kept(const uint8_t* row, int64_t cols) {
+  int64_t n = 0, c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    uint64_t word;
+    std::memcpy(&word, row + c, 8);
+    n += __builtin_popcount(nonzero_bytes(word));
+  }
+  for (; c < cols; ++c) n += row[c] != 0;
+  return n;
+}
+
+// Columns of the nonzero bytes of row[0..cols), written at out; returns how many. Branch-free:
+// each 8-byte word stores 8 candidates and advances by its popcount, so out needs 8 entries of
+// slack past the last kept column.
 int64_t kept_columns(const uint8_t* row, int64_t cols, int32_t* out) {
   int64_t n = 0, c = 0;
   for (; c + 8 <= cols; c += 8) {
     uint64_t word;
     std::memcpy(&word, row + c, 8);
-    while (word != 0) {
-      int byte = __builtin_ctzll(word) / 8;
-      out[n++] = static_cast<int32_t>(c + byte);
-      word &= ~(0xFFull << (byte * 8));
-    }
+    const unsigned bits = nonzero_bytes(word);
+    const auto& positions = kBytePositions[bits];
+    for (int i = 0; i < 8; ++i) out[n + i] = static_cast<int32_t>(c + positions[i]);
+    n += __builtin_popcount(bits);
   }
   for (; c < cols; ++c)
     if (row[c] != 0) out[n++] = static_cast<int32_t>(c);
   return n;
 }
 
-int64_t count_kept(const uint8_t* row, int64_t cols) {
-  int64_t n = 0;
-  for (int64_t c = 0; c < cols; ++c) n += row[c] != 0;
-  return n;
+// kept_columns without slack: writes only the kept columns.
+void exact_kept_columns(const uint8_t* row, int64_t cols, int32_t* out) {
+  for (int64_t c = 0, n = 0; c < cols; ++c)
+    if (row[c] != 0) out[n++] = static_cast<int32_t>(c);
 }
 }  // namespace
 
@@ -77,10 +105,27 @@ int64_t BlockSparseMatrix::scan_mask(const Mask& mask) {
   next_row_ptr_.resize(block_rows_ + 1);
   next_row_ptr_[0] = 0;
   if (b == 1) {
-    for (int64_t r = 0; r < rows_; ++r)
-      next_row_ptr_[r + 1] = next_row_ptr_[r] + static_cast<int32_t>(count_kept(mask.row(r), cols_));
+    // Counts per row (in parallel), prefix, then columns (in parallel). A row takes the 8-wide
+    // path only while 8 slots of this thread's own range follow it, so the slack never reaches
+    // another thread's rows.
+    parallel_run(num_threads(), [&](int ith, int nth) {
+      int64_t begin, end;
+      balance_even(rows_, ith, nth, begin, end);
+      for (int64_t r = begin; r < end; ++r) next_row_ptr_[r + 1] = static_cast<int32_t>(count_kept(mask.row(r), cols_));
+    });
+    for (int64_t r = 0; r < rows_; ++r) next_row_ptr_[r + 1] += next_row_ptr_[r];
     next_col_.resize(next_row_ptr_[rows_]);
-    for (int64_t r = 0; r < rows_; ++r) kept_columns(mask.row(r), cols_, next_col_.data() + next_row_ptr_[r]);
+    parallel_run(num_threads(), [&](int ith, int nth) {
+      int64_t begin, end;
+      balance_even(rows_, ith, nth, begin, end);
+      for (int64_t r = begin; r < end; ++r) {
+        int32_t* dst = next_col_.data() + next_row_ptr_[r];
+        if (next_row_ptr_[end] - next_row_ptr_[r + 1] >= 8)
+          kept_columns(mask.row(r), cols_, dst);
+        else
+          exact_kept_columns(mask.row(r), cols_, dst);
+      }
+    });
     return next_row_ptr_[rows_];
   }
   // Blocks: a block is kept when every in-range weight is kept, pruned when none is.
@@ -146,6 +191,24 @@ void BlockSparseMatrix::update_mask(const Mask& mask) {
   const int64_t blocks = scan_mask(mask);
   const int64_t bb = static_cast<int64_t>(block_) * block_;
   next_values_.resize(blocks * bb);
+  if (block_ == 1) {
+    // Survivors through a dense row of scratch: scatter the old row, gather the new one, clear.
+    // Branch-free, unlike a merge of two sorted column lists.
+    row_scratch_.resize(static_cast<std::size_t>(cols_ * num_threads()));
+    parallel_run(num_threads(), [&](int ith, int nth) {
+      float* dense = row_scratch_.data() + ith * cols_;
+      std::fill_n(dense, cols_, 0.0f);
+      int64_t begin, end;
+      balance_even(rows_, ith, nth, begin, end);
+      for (int64_t r = begin; r < end; ++r) {
+        for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = values_[k];
+        for (int32_t k = next_row_ptr_[r]; k < next_row_ptr_[r + 1]; ++k) next_values_[k] = dense[next_col_[k]];
+        for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = 0.0f;
+      }
+    });
+    commit_structure();
+    return;
+  }
   for (int64_t br = 0; br < block_rows_; ++br) {
     int32_t old = row_ptr_[br];
     const int32_t old_end = row_ptr_[br + 1];

@@ -57,6 +57,7 @@ class BlockSparseMatrix final : public SparseWeight {
   TransposedPattern transposed_;
   AlignedBuffer<float> transposed_grad_;  // CSR fused backward: dW in W^T order
   AlignedBuffer<int32_t> slice_ptr_;      // CSR: column slices for the kernels
+  AlignedBuffer<float> row_scratch_;      // CSR update_mask: one dense row per thread
 };
 
 }  // namespace sparsetrain
