@@ -1,6 +1,7 @@
 #include "cli/bench_linear.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -30,78 +31,91 @@ struct Shape {
 // one call (dx holds them, dw is 0), since formats may fuse them.
 struct StepTimes {
   double fwd = 0, dx = 0, dw = 0;
+  double best = 0;  // fastest whole step
   double total() const { return fwd + dx + dw; }
 };
+
+using Passes = std::array<std::function<void()>, 3>;  // an empty pass is skipped
 
 double now_ms() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
 }
 
-// Median per pass over `repeats` runs after one warm-up; each pass is timed separately.
-StepTimes time_step(int repeats, const std::function<void()>& fwd, const std::function<void()>& dx,
-                    const std::function<void()>& dw) {
-  std::vector<double> f, x, w;
+std::array<double, 3> run_passes(const Passes& passes) {
+  std::array<double, 3> ms{};
+  for (std::size_t i = 0; i < passes.size(); ++i) {
+    if (!passes[i]) continue;
+    const double t0 = now_ms();
+    passes[i]();
+    ms[i] = now_ms() - t0;
+  }
+  return ms;
+}
+
+// Dense and sparse steps alternate, one warm-up each, so both see the same machine state on a
+// shared, drifting VM; each pass reports its median.
+std::pair<StepTimes, StepTimes> time_interleaved(int repeats, const Passes& dense, const Passes& sparse) {
+  std::array<std::vector<double>, 6> samples;
+  double dense_best = 1e300, sparse_best = 1e300;
   for (int i = -1; i < repeats; ++i) {
-    double t0 = now_ms();
-    fwd();
-    double t1 = now_ms();
-    dx();
-    double t2 = now_ms();
-    dw();
-    double t3 = now_ms();
+    const auto d = run_passes(dense);
+    const auto s = run_passes(sparse);
     if (i < 0) continue;
-    f.push_back(t1 - t0);
-    x.push_back(t2 - t1);
-    w.push_back(t3 - t2);
+    for (int p = 0; p < 3; ++p) {
+      samples[p].push_back(d[p]);
+      samples[3 + p].push_back(s[p]);
+    }
+    dense_best = std::min(dense_best, d[0] + d[1] + d[2]);
+    sparse_best = std::min(sparse_best, s[0] + s[1] + s[2]);
   }
   auto median = [](std::vector<double>& v) {
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     return v[v.size() / 2];
   };
-  return {median(f), median(x), median(w)};
+  return {{median(samples[0]), median(samples[1]), median(samples[2]), dense_best},
+          {median(samples[3]), median(samples[4]), median(samples[5]), sparse_best}};
 }
 
 void fill_uniform(Matrix& m, const Philox& rng) {
   for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = rng.uniform(i) * 2.0f - 1.0f;
 }
 
-StepTimes time_dense(const Shape& s, int64_t tokens, int repeats, uint64_t seed) {
-  Matrix x(tokens, s.in), w(s.out, s.in), y(tokens, s.out), dy(tokens, s.out), dx(tokens, s.in), dw(s.out, s.in);
-  fill_uniform(x, Philox(seed, "bench.x"));
-  fill_uniform(w, Philox(seed, "bench.w"));
-  fill_uniform(dy, Philox(seed, "bench.dy"));
-  return time_step(
-      repeats, [&] { dense_linear_fwd(x, w, nullptr, y); }, [&] { dense_linear_bwd_data(dy, w, dx); },
-      [&] { dense_linear_bwd_weights(dy, x, dw, nullptr); });
-}
+// The operands of one layer shape and token count, shared by the dense and sparse runs.
+struct LayerData {
+  Matrix x, w, dy, y, dx, dw;
+  LayerData(const Shape& s, int64_t tokens, uint64_t seed)
+      : x(tokens, s.in), w(s.out, s.in), dy(tokens, s.out), y(tokens, s.out), dx(tokens, s.in), dw(s.out, s.in) {
+    fill_uniform(x, Philox(seed, "bench.x"));
+    fill_uniform(w, Philox(seed, "bench.w"));
+    fill_uniform(dy, Philox(seed, "bench.dy"));
+  }
+  Passes dense_passes() {
+    return {[this] { dense_linear_fwd(x, w, nullptr, y); }, [this] { dense_linear_bwd_data(dy, w, dx); },
+            [this] { dense_linear_bwd_weights(dy, x, dw, nullptr); }};
+  }
+};
 
-struct SparseResult {
-  StepTimes times;
+struct CaseResult {
+  StepTimes dense, sparse;
   double true_sparsity;
   int64_t nnz;
 };
 
-SparseResult time_sparse(const Shape& s, int64_t tokens, const FormatSpec& format, double sparsity, int repeats,
-                         uint64_t seed) {
-  Matrix x(tokens, s.in), dense_w(s.out, s.in), y(tokens, s.out), dy(tokens, s.out), dx(tokens, s.in);
-  fill_uniform(x, Philox(seed, "bench.x"));
-  fill_uniform(dense_w, Philox(seed, "bench.w"));
-  fill_uniform(dy, Philox(seed, "bench.dy"));
-  Mask mask = random_mask(format, s.out, s.in, sparsity, Philox(seed, "bench.mask"));
-  auto w = SparseWeight::from_dense(format, dense_w, mask);
+CaseResult time_case(LayerData& data, const FormatSpec& format, double sparsity, int repeats, uint64_t seed) {
+  Mask mask = random_mask(format, data.w.rows(), data.w.cols(), sparsity, Philox(seed, "bench.mask"));
+  auto w = SparseWeight::from_dense(format, data.w, mask);
   AlignedBuffer<float> dvalues(w->values().size());
   LinearWorkspace ws;
   // Each step starts as after an optimizer update: the transposed values are refreshed inside
   // the backward pass and packing happens inside forward and backward, so all are timed.
-  StepTimes t = time_step(
-      repeats,
-      [&] {
-        w->values_changed();
-        linear_forward(*w, nullptr, x, y, ws);
-      },
-      [&] { linear_backward(*w, dy, ws, dx, dvalues.data(), nullptr); }, [] {});
-  return {t, w->sparsity(), w->nnz()};
+  const Passes sparse = {[&] {
+                           w->values_changed();
+                           linear_forward(*w, nullptr, data.x, data.y, ws);
+                         },
+                         [&] { linear_backward(*w, data.dy, ws, data.dx, dvalues.data(), nullptr); }, nullptr};
+  auto [dense_times, sparse_times] = time_interleaved(repeats, data.dense_passes(), sparse);
+  return {dense_times, sparse_times, w->sparsity(), w->nnz()};
 }
 
 std::vector<std::string> default_formats() { return {"csr", "bcsr4", "bcsr8", "bcsr16", "2:4"}; }
@@ -127,7 +141,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
 
   const int threads = num_threads();
   if (!o.json) {
-    fmt::print("sparsetrain bench linear: {} threads, kernels {}, dense baseline oneDNN sgemm; median of {} runs\n",
+    fmt::print("sparsetrain bench linear: {} threads, kernels {}, dense baseline oneDNN sgemm; median of {} interleaved runs\n",
                threads, isa_name(effective_isa()), o.repeats);
     fmt::print("step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s, bytes / {:.0f} GB/s)\n",
                o.peak_gflops, o.bandwidth_gbs);
@@ -136,21 +150,22 @@ int run_bench_linear(const BenchLinearOptions& o) {
   }
   for (const Shape& shape : shapes)
     for (int64_t t : tokens) {
-      StepTimes dense = time_dense(shape, t, o.repeats, o.seed);
+      LayerData data(shape, t, o.seed);
       const double dense_flops = 3.0 * 2.0 * static_cast<double>(t * shape.in * shape.out);
-      const double dense_gflops = dense_flops / dense.total() / 1e6;
       for (const FormatSpec& format : formats) {
         std::vector<double> levels = sparsities;
         if (format.kind == FormatKind::NM) levels = {format.implied_sparsity()};
         for (double s : levels) {
-          SparseResult r = time_sparse(shape, t, format, s, o.repeats, o.seed);
+          const CaseResult r = time_case(data, format, s, o.repeats, o.seed);
+          const StepTimes& dense = r.dense;
+          const double dense_gflops = dense_flops / dense.total() / 1e6;
           const double flops = 3.0 * 2.0 * static_cast<double>(r.nnz) * static_cast<double>(t);
-          const double useful_gflops = flops / r.times.total() / 1e6;
+          const double useful_gflops = flops / r.sparse.total() / 1e6;
           const double bytes_per_value = format.kind == FormatKind::NM ? 4.25 : 4.0 + 4.0 / (format.block * format.block);
           const double bytes = 3.0 * (4.0 * static_cast<double>(t * (shape.in + shape.out)) +
                                       static_cast<double>(r.nnz) * bytes_per_value);
           const double floor_ms = std::max(flops / (o.peak_gflops * 1e6), bytes / (o.bandwidth_gbs * 1e6));
-          const double speedup = dense.total() / r.times.total();
+          const double speedup = dense.total() / r.sparse.total();
           if (o.json) {
             nlohmann::json j = {{"format", format.name()},
                                 {"sparsity", r.true_sparsity},
@@ -164,10 +179,12 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                 {"dense_dx_ms", dense.dx},
                                 {"dense_dw_ms", dense.dw},
                                 {"dense_gflops", dense_gflops},
-                                {"sparse_ms", r.times.total()},
-                                {"sparse_fwd_ms", r.times.fwd},
-                                {"sparse_bwd_ms", r.times.dx},
+                                {"dense_best_ms", dense.best},
+                                {"sparse_ms", r.sparse.total()},
+                                {"sparse_fwd_ms", r.sparse.fwd},
+                                {"sparse_bwd_ms", r.sparse.dx},
                                 {"speedup", speedup},
+                                {"speedup_vs_dense_best", dense.best / r.sparse.total()},
                                 {"useful_gflops", useful_gflops},
                                 {"floor_ms", floor_ms}};
             fmt::print("{}\n", j.dump());
@@ -175,8 +192,8 @@ int run_bench_linear(const BenchLinearOptions& o) {
             fmt::print("{:>10} {:>7} {:>6.3f} {:>6} | {:>8.2f} {:>7.0f} | {:>7.2f} {:>7.2f} {:>8.2f} | {:>6.2f}x {:>7.0f} "
                        "{:>6.0f}%\n",
                        fmt::format("{}>{}", shape.in, shape.out), format.name(), r.true_sparsity, t, dense.total(),
-                       dense_gflops, r.times.fwd, r.times.dx, r.times.total(), speedup, useful_gflops,
-                       100.0 * floor_ms / r.times.total());
+                       dense_gflops, r.sparse.fwd, r.sparse.dx, r.sparse.total(), speedup, useful_gflops,
+                       100.0 * floor_ms / r.sparse.total());
           }
           std::fflush(stdout);
         }
