@@ -37,7 +37,7 @@ inline void block_row_fwd(const BlockSparseView& w, const float* xp, int64_t br,
 template <int B>
 void block_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
                Range block_rows) {
-  alignas(64) float stage[B * kTokenTile];
+  alignas(64) float stage[std::max(B, kStageRows) * kTokenTile];  // store_transposed reads whole row groups
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
     const float* xp = x.tile(tile);
     int valid = tile_tokens(x, tile);
