@@ -31,20 +31,24 @@ class Philox {
              static_cast<uint32_t>((seed ^ hash_name(name)) >> 32)},
         stream_(stream ^ (static_cast<uint64_t>(seed >> 32) * 0x9e3779b97f4a7c15ull)) {}
 
-  // Four 32-bit words for counter `index` of this stream.
-  Block block(uint64_t index) const {
-    Block ctr{static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32),
-              static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)};
-    uint32_t k0 = key_[0], k1 = key_[1];
+  // The Philox4x32-10 bijection itself (Salmon et al.): ten rounds of counter `ctr` under `key`.
+  static Block rounds(Block ctr, std::array<uint32_t, 2> key) {
     for (int round = 0; round < 10; ++round) {
       uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * ctr[0];
       uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * ctr[2];
-      ctr = {static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ k0, static_cast<uint32_t>(p1),
-             static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ k1, static_cast<uint32_t>(p0)};
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
+      ctr = {static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ key[0], static_cast<uint32_t>(p1),
+             static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ key[1], static_cast<uint32_t>(p0)};
+      key[0] += 0x9E3779B9u;
+      key[1] += 0xBB67AE85u;
     }
     return ctr;
+  }
+
+  // Four 32-bit words for counter `index` of this stream.
+  Block block(uint64_t index) const {
+    return rounds({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), static_cast<uint32_t>(stream_),
+                   static_cast<uint32_t>(stream_ >> 32)},
+                  key_);
   }
 
   uint32_t bits(uint64_t i) const { return block(i / 4)[i % 4]; }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/isa.h"
 #include "core/philox.h"
 #include "formats/random_mask.h"
@@ -81,7 +83,7 @@ void run_case(const Case& c, CpuIsa isa) {
   LinearWorkspace ws;
   linear_forward(*w, bias.data(), x, y, ws);
   linear_backward(*w, dy, ws, dx, dvalues.data(), dbias.data());
-  const std::string suffix = "_" + std::string(isa_name(isa));
+  const std::string suffix = fmt::format("_{}", isa_name(isa));
   const bool nm = format.kind == FormatKind::NM;
   const bool csr = !nm && format.block == 1;
   for (std::string kernel : {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : (csr ? "csr_backward" : "sddmm"), "pack"})
@@ -132,14 +134,18 @@ void run_case(const Case& c, CpuIsa isa) {
     expect_close(dbias[r], want, abs_sum, c.tokens, "bias gradient");
   }
   // Guard against trivially passing comparisons of mostly-zero outputs.
-  if (w->nnz() > 0) EXPECT_GT(nonzero_outputs, 0) << "every output equals the bias: the test would be vacuous";
+  if (w->nnz() > 0) {
+    EXPECT_GT(nonzero_outputs, 0) << "every output equals the bias: the test would be vacuous";
+  }
 
   // Accumulate mode adds to what is there.
   std::vector<float> acc(nvalues), acc_bias(c.rows);
   for (std::size_t i = 0; i < nvalues; ++i) acc[i] = 0.25f * static_cast<float>(i % 7);
   for (int64_t r = 0; r < c.rows; ++r) acc_bias[r] = 1.0f;
   linear_backward(*w, dy, ws, MatrixView{}, acc.data(), acc_bias.data(), true);  // weights only
-  if (!nm) ASSERT_EQ(last_dispatch("sddmm"), "sddmm" + suffix);
+  if (!nm) {
+    ASSERT_EQ(last_dispatch("sddmm"), "sddmm" + suffix);
+  }
   for (std::size_t i = 0; i < nvalues; ++i)
     ASSERT_NEAR(acc[i], dvalues[i] + 0.25f * static_cast<float>(i % 7), 1e-5 * (1 + std::fabs(dvalues[i])))
         << "accumulated gradient " << i;
