@@ -42,7 +42,7 @@ void BlockSparseMatrix::reserve(int64_t nnz) {
   // Edge blocks hold fewer kept weights than b*b; one extra block per block-row covers them.
   const int64_t blocks = (nnz + bb - 1) / bb + (block_ > 1 ? block_rows_ : 0);
   for (auto* buffer : {&col_, &next_col_}) buffer->reserve(blocks);
-  for (auto* buffer : {&values_, &next_values_}) buffer->reserve(blocks * bb);
+  for (auto* buffer : {&values_, &old_values_}) buffer->reserve(blocks * bb);
   if (block_ == 1) transposed_grad_.reserve(blocks);
   transposed_.reserve(blocks, block_);
 }
@@ -155,7 +155,6 @@ int64_t BlockSparseMatrix::scan_mask(const Mask& mask) {
 void BlockSparseMatrix::commit_structure() {
   row_ptr_.swap(next_row_ptr_);
   col_.swap(next_col_);
-  values_.swap(next_values_);
   nnz_ = 0;
   if (block_ == 1) {
     nnz_ = row_ptr_[block_rows_];
@@ -174,10 +173,10 @@ void BlockSparseMatrix::assign(ConstMatrixView dense, const Mask& mask) {
          cols_);
   const int64_t blocks = scan_mask(mask);
   const int b = block_;
-  next_values_.resize(blocks * b * b);
+  values_.resize(blocks * b * b);
   for (int64_t br = 0; br < block_rows_; ++br)
     for (int32_t k = next_row_ptr_[br]; k < next_row_ptr_[br + 1]; ++k) {
-      float* dst = next_values_.data() + static_cast<int64_t>(k) * b * b;
+      float* dst = values_.data() + static_cast<int64_t>(k) * b * b;
       for (int i = 0; i < b; ++i)
         for (int j = 0; j < b; ++j) {
           int64_t r = br * b + i, c = next_col_[k] + j;
@@ -190,7 +189,11 @@ void BlockSparseMatrix::assign(ConstMatrixView dense, const Mask& mask) {
 void BlockSparseMatrix::update_mask(const Mask& mask) {
   const int64_t blocks = scan_mask(mask);
   const int64_t bb = static_cast<int64_t>(block_) * block_;
-  next_values_.resize(blocks * bb);
+  // The new values are written in place, so values() stays where the caller (an optimizer)
+  // found it; survivors are read from a snapshot of the old values.
+  old_values_.resize(values_.size());
+  std::copy(values_.begin(), values_.end(), old_values_.begin());
+  values_.resize(blocks * bb);
   if (block_ == 1) {
     // Survivors through a dense row of scratch: scatter the old row, gather the new one, clear.
     // Branch-free, unlike a merge of two sorted column lists.
@@ -201,8 +204,8 @@ void BlockSparseMatrix::update_mask(const Mask& mask) {
       int64_t begin, end;
       balance_even(rows_, ith, nth, begin, end);
       for (int64_t r = begin; r < end; ++r) {
-        for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = values_[k];
-        for (int32_t k = next_row_ptr_[r]; k < next_row_ptr_[r + 1]; ++k) next_values_[k] = dense[next_col_[k]];
+        for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = old_values_[k];
+        for (int32_t k = next_row_ptr_[r]; k < next_row_ptr_[r + 1]; ++k) values_[k] = dense[next_col_[k]];
         for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = 0.0f;
       }
     });
@@ -214,9 +217,9 @@ void BlockSparseMatrix::update_mask(const Mask& mask) {
     const int32_t old_end = row_ptr_[br + 1];
     for (int32_t k = next_row_ptr_[br]; k < next_row_ptr_[br + 1]; ++k) {
       while (old < old_end && col_[old] < next_col_[k]) ++old;
-      float* dst = next_values_.data() + k * bb;
+      float* dst = values_.data() + k * bb;
       if (old < old_end && col_[old] == next_col_[k])
-        std::copy_n(values_.data() + old * bb, bb, dst);
+        std::copy_n(old_values_.data() + old * bb, bb, dst);
       else
         std::fill_n(dst, bb, 0.0f);
     }

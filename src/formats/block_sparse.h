@@ -53,7 +53,7 @@ class BlockSparseMatrix final : public SparseWeight {
   AlignedBuffer<int32_t> row_ptr_, col_;
   AlignedBuffer<float> values_;
   AlignedBuffer<int32_t> next_row_ptr_, next_col_;  // built by scan_mask, swapped in on commit
-  AlignedBuffer<float> next_values_;
+  AlignedBuffer<float> old_values_;                  // update_mask: the values before the update
   TransposedPattern transposed_;
   AlignedBuffer<float> transposed_grad_;  // CSR fused backward: dW in W^T order
   AlignedBuffer<int32_t> slice_ptr_;      // CSR: column slices for the kernels

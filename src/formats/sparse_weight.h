@@ -38,7 +38,8 @@ class SparseWeight {
   virtual void assign(ConstMatrixView dense, const Mask& mask) = 0;
   // New structure from mask; surviving connections keep their values, new ones start at 0.
   virtual void update_mask(const Mask& mask) = 0;
-  // Preallocates room for this many kept weights so later mask updates do not allocate.
+  // Preallocates room for this many kept weights so later mask updates neither allocate nor move
+  // values() (optimizer code may hold on to it).
   virtual void reserve(int64_t nnz) = 0;
 
   virtual void to_dense(MatrixView dense) const = 0;  // zeros at pruned positions
