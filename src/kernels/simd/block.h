@@ -3,11 +3,15 @@
 // namespace, after `struct Simd` is defined. Nothing here is ISA-specific.
 #pragma once
 
+#include <cstring>
+#include <utility>
+
 namespace sparsetrain::SPARSETRAIN_SIMD_NS {
 
-// Block b x b forward for one block-row: R rows x NVS vectors of accumulators per pass.
-template <int B>
-inline void block_row_fwd(const BlockSparseView& w, const float* xp, int64_t br, float* stage) {
+// Block b x b forward for one block-row: R rows x NVS vectors of accumulators per pass;
+// between() runs after every pass.
+template <int B, typename Between>
+inline void block_row_fwd(const BlockSparseView& w, const float* xp, int64_t br, float* stage, Between&& between) {
   constexpr int kAcc = W == 16 ? 16 : 8;
   constexpr int R = std::min(B, W == 16 ? 8 : 4);
   constexpr int NVS = std::min(NV, kAcc / R);
@@ -31,62 +35,276 @@ inline void block_row_fwd(const BlockSparseView& w, const float* xp, int64_t br,
       }
       for (int i = 0; i < R; ++i)
         for (int s = 0; s < NVS; ++s) Simd::store(stage + (i0 + i) * kTokenTile + (v0 + s) * W, acc[i][s]);
+      between();
     }
+}
+
+// Finished rows waiting in a stage buffer, written to the token-major output W tokens at a time
+// while the next rows are computed. Every token of a group lands on its own output line (and rows
+// a multiple of 4 KB apart all share one L1 set), so storing a whole group at once stalls on a
+// burst of line fills; spread over the next group's passes the fills overlap the arithmetic.
+struct PendingRows {
+  const float* stage = nullptr;  // [rows][kTokenTile]
+  int rows = 0;
+  int64_t r0 = 0;
+  int64_t t0 = 0;
+  int valid = 0;
+  int next = 0;  // first token not yet written
+};
+
+// Writes the next W tokens of p: whole groups of W rows through register transposes.
+inline void store_pending_slice(PendingRows& p, const float* bias, MatrixView y) {
+  if (p.next >= p.valid) return;
+  const int tb = p.next;
+  const int n = std::min(W, p.valid - tb);
+  p.next += W;
+  int i0 = 0;
+  for (; i0 + W <= p.rows; i0 += W) {
+    V v[W];
+    for (int i = 0; i < W; ++i) v[i] = Simd::load(p.stage + (i0 + i) * kTokenTile + tb);
+    Simd::transpose(v);
+    const V b = bias != nullptr ? Simd::loadu(bias + p.r0 + i0) : Simd::zero();
+    for (int j = 0; j < n; ++j) Simd::storeu(y.row(p.t0 + tb + j) + p.r0 + i0, Simd::add(v[j], b));
+  }
+  for (int t = tb; t < tb + n && i0 < p.rows; ++t) {
+    float* dst = y.row(p.t0 + t) + p.r0;
+    for (int i = i0; i < p.rows; ++i) dst[i] = p.stage[i * kTokenTile + t] + (bias != nullptr ? bias[p.r0 + i] : 0.0f);
+  }
 }
 
 template <int B>
 void block_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
                Range block_rows) {
-  alignas(64) float stage[std::max(B, kStageRows) * kTokenTile];  // store_transposed reads whole row groups
+  // Small blocks compute several block-rows per group so the transposed store sees whole groups
+  // of W rows; two stage buffers let one group drain while the next is computed.
+  constexpr int kGroup = std::max(1, kStageRows / B);
+  alignas(64) float stage[2][kGroup * B * kTokenTile];
+  PendingRows pending;
+  auto drain = [&] { store_pending_slice(pending, bias, y); };
+  int cur = 0;
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
     const float* xp = x.tile(tile);
-    int valid = tile_tokens(x, tile);
-    for (int64_t br = block_rows.begin; br < block_rows.end; ++br) {
-      block_row_fwd<B>(w, xp, br, stage);
-      int rows = static_cast<int>(std::min<int64_t>(B, w.rows - br * B));
-      for (int i0 = 0; i0 < rows; i0 += kStageRows)
-        store_transposed(stage + i0 * kTokenTile, std::min(kStageRows, rows - i0), br * B + i0, valid, bias, y,
-                         tile * kTokenTile);
+    const int valid = tile_tokens(x, tile);
+    for (int64_t br0 = block_rows.begin; br0 < block_rows.end; br0 += kGroup) {
+      const int n = static_cast<int>(std::min<int64_t>(kGroup, block_rows.end - br0));
+      for (int g = 0; g < n; ++g) block_row_fwd<B>(w, xp, br0 + g, stage[cur] + g * B * kTokenTile, drain);
+      while (pending.next < pending.valid) drain();
+      const int rows = static_cast<int>(std::min<int64_t>(n * B, w.rows - br0 * B));
+      pending = PendingRows{stage[cur], rows, br0 * B, tile * kTokenTile, valid, 0};
+      cur ^= 1;
+    }
+  }
+  while (pending.next < pending.valid) drain();
+}
+
+// Block SDDMM as outer products over tokens: dW_block = sum_t dY[t, rows]^T X[t, cols], with
+// the block's columns x (rows, tokens) held in registers for the whole chunk of tiles, so no
+// lane reduction per dot product. dY's block-row is transposed once per chunk into a token-major
+// copy shared by every block of the row; each FMA multiplies one such vector by a broadcast X
+// value. Blocks narrower than a vector pack P = W / b consecutive tokens per vector (lane
+// i * P + p) and broadcast P consecutive X tokens, summed over p when the block is written.
+template <int B>
+struct SddmmShape {
+  static constexpr int RB = std::min(B, W);                        // block rows per vector
+  static constexpr int P = W / RB;                                 // tokens per vector
+  static constexpr int HB = B / RB;                                // vectors per token group (row groups)
+  static constexpr int JB = std::min(B, W);                        // block columns per pass
+  static constexpr int NB = std::max(1, (W == 16 ? 16 : 8) / JB);  // blocks sharing one pass
+  static constexpr int G = kTokenTile / P;                         // token groups per tile
+};
+
+// Lane e of the first (kHi = false) or second result of exchanging the off-diagonal H x H
+// sub-blocks of a 2H x 2H block of P-lane units held in vectors a (upper) and b (lower).
+constexpr int swap_lane(int p, int h, bool hi, int e) {
+  const int unit = e / p;
+  if ((unit & h) == 0) return hi ? e + h * p : e;
+  return hi ? W + e : W + e - h * p;
+}
+
+template <int P, int H, bool kHi, std::size_t... Is>
+inline V swap_units(V a, V b, std::index_sequence<Is...>) {
+  return __builtin_shufflevector(a, b, swap_lane(P, H, kHi, static_cast<int>(Is))...);
+}
+
+// Transposes the (W / P) x (W / P) matrix of P-lane units held in v[0 .. W / P).
+template <int P, int H = 1>
+inline void transpose_units(V* v) {
+  constexpr int n = W / P;
+  if constexpr (H < n) {
+    for (int r = 0; r < n; ++r)
+      if ((r & H) == 0) {
+        const V a = v[r], b = v[r + H];
+        v[r] = swap_units<P, H, false>(a, b, std::make_index_sequence<W>{});
+        v[r + H] = swap_units<P, H, true>(a, b, std::make_index_sequence<W>{});
+      }
+    transpose_units<P, 2 * H>(v);
+  }
+}
+
+template <bool kOdd, std::size_t... Is>
+inline V pick_lanes(V a, V b, std::index_sequence<Is...>) {
+  return __builtin_shufflevector(a, b, static_cast<int>(2 * Is + kOdd)...);
+}
+
+// Sums adjacent lanes of a and b: the W / 2 pair sums of a, then those of b.
+inline V pair_sums(V a, V b) {
+  return Simd::add(pick_lanes<false>(a, b, std::make_index_sequence<W>{}),
+                   pick_lanes<true>(a, b, std::make_index_sequence<W>{}));
+}
+
+// P (1 or 2) consecutive X values of one feature broadcast to every P-lane unit; a pair travels
+// as one double so it stays a single broadcast load.
+template <int P>
+inline V bcast_units(const float* p) {
+  static_assert(P == 1 || P == 2);
+  if constexpr (P == 1) {
+    return Simd::bcast(*p);
+  } else {
+    typedef double Pairs __attribute__((vector_size(sizeof(V))));
+    double pair;
+    std::memcpy(&pair, p, sizeof(pair));
+    return reinterpret_cast<V>(pair - Pairs{});
+  }
+}
+
+inline void add_block_vector(float* dst, V v, bool overwrite) {
+  Simd::storeu(dst, overwrite ? v : Simd::add(Simd::loadu(dst), v));
+}
+
+// dyt[(g * HB + h) * W + i * P + p] = dY[row0 + h * RB + i][(g * P + p) in tiles t0 ..].
+template <int B>
+inline void transpose_dy_rows(const PackedTokens& dy, int64_t row0, int64_t t0, int64_t t1, float* dyt) {
+  using S = SddmmShape<B>;
+  for (int64_t tile = t0; tile < t1; ++tile) {
+    const float* src = dy.tile(tile) + row0 * kTokenTile;
+    float* dst = dyt + (tile - t0) * S::G * S::HB * W;
+    for (int tq = 0; tq < kTokenTile; tq += W)
+      for (int h = 0; h < S::HB; ++h) {
+        V v[S::RB];
+        for (int i = 0; i < S::RB; ++i) v[i] = Simd::load(src + (h * S::RB + i) * kTokenTile + tq);
+        transpose_units<S::P>(v);
+        for (int c = 0; c < S::RB; ++c) Simd::store(dst + ((tq / S::P + c) * S::HB + h) * W, v[c]);
+      }
+  }
+}
+
+// Row group h, column group jb of NBk blocks (first columns cols[n], values dst[n]) over the chunk.
+template <int B, int NBk>
+inline void block_sddmm_pass(const PackedTokens& x, const int32_t* cols, int h, int jb, const float* dyt, int64_t t0,
+                             int64_t t1, float* const* dst, bool overwrite) {
+  using S = SddmmShape<B>;
+  V acc[NBk][S::JB];
+  for (int n = 0; n < NBk; ++n)
+    for (int j = 0; j < S::JB; ++j) acc[n][j] = Simd::zero();
+  for (int64_t tile = t0; tile < t1; ++tile) {
+    const float* xs[NBk];
+    for (int n = 0; n < NBk; ++n) xs[n] = x.tile(tile) + static_cast<int64_t>(cols[n] + jb * S::JB) * kTokenTile;
+    const float* d = dyt + (tile - t0) * S::G * S::HB * W + h * W;
+    for (int g = 0; g < S::G; ++g) {
+      const V dv = Simd::load(d + g * S::HB * W);
+#pragma GCC unroll 4
+      for (int n = 0; n < NBk; ++n)
+#pragma GCC unroll 16
+        for (int j = 0; j < S::JB; ++j)
+          acc[n][j] = Simd::fma(bcast_units<S::P>(xs[n] + j * kTokenTile + g * S::P), dv, acc[n][j]);
+    }
+  }
+  for (int n = 0; n < NBk; ++n) {
+    V* a = acc[n];
+    transpose_units<S::P>(a);  // a[i]: row i of the group, lanes (column, token)
+    if constexpr (S::P == 1) {
+      for (int i = 0; i < S::RB; ++i) add_block_vector(dst[n] + (h * S::RB + i) * B + jb * S::JB, a[i], overwrite);
+    } else {
+      for (int q = S::RB; q > S::RB / S::P; q /= 2)
+        for (int r = 0; r < q / 2; ++r) a[r] = pair_sums(a[2 * r], a[2 * r + 1]);
+      for (int r = 0; r < S::RB / S::P; ++r) add_block_vector(dst[n] + r * W, a[r], overwrite);
     }
   }
 }
 
-// Block SDDMM: each b x b block is cut into SR x SC sub-blocks of W dots (4x4 on AVX-512, 2x4 on
-// AVX2); per vector of tokens, SR dY loads and SC X loads feed W FMAs.
+// Blocks [k, end) of one block-row, NBk at a time, then the rest in smaller groups.
+template <int B, int NBk>
+inline void block_sddmm_blocks(const BlockSparseView& w, const PackedTokens& x, int32_t k, int32_t end,
+                               const float* dyt, int64_t t0, int64_t t1, float* dvalues, bool overwrite) {
+  using S = SddmmShape<B>;
+  for (; k + NBk <= end; k += NBk) {
+    float* dst[NBk];
+    for (int n = 0; n < NBk; ++n) dst[n] = dvalues + static_cast<int64_t>(k + n) * B * B;
+    for (int h = 0; h < S::HB; ++h)
+      for (int jb = 0; jb < B / S::JB; ++jb) block_sddmm_pass<B, NBk>(x, w.col + k, h, jb, dyt, t0, t1, dst, overwrite);
+  }
+  if constexpr (NBk > 1) block_sddmm_blocks<B, NBk / 2>(w, x, k, end, dyt, t0, t1, dvalues, overwrite);
+}
+
+// Blocks whose b x b entries fill exactly one vector (4 x 4 on AVX-512) would need a 128-bit
+// broadcast, a shuffle per FMA, in the outer-product form; they take dot products over tokens
+// instead (b dY and b X loads feed b^2 FMAs) and one lane reduction per block and chunk.
+template <int B>
+inline void block_sddmm_dots(const PackedTokens& dy, const PackedTokens& x, int64_t br, const int32_t* cols,
+                             int32_t count, int64_t t0, int64_t t1, float* dst, bool overwrite) {
+  static_assert(B * B == W);
+  for (int32_t k = 0; k < count; ++k) {
+    V acc[W];
+    for (int e = 0; e < W; ++e) acc[e] = Simd::zero();
+    for (int64_t tile = t0; tile < t1; ++tile) {
+      const float* d = dy.tile(tile) + br * B * kTokenTile;
+      const float* xc = x.tile(tile) + static_cast<int64_t>(cols[k]) * kTokenTile;
+      for (int v = 0; v < NV; ++v) {
+        V dv[B], xv[B];
+        for (int i = 0; i < B; ++i) dv[i] = Simd::load(d + i * kTokenTile + v * W);
+        for (int j = 0; j < B; ++j) xv[j] = Simd::load(xc + j * kTokenTile + v * W);
+        for (int i = 0; i < B; ++i)
+          for (int j = 0; j < B; ++j) acc[i * B + j] = Simd::fma(dv[i], xv[j], acc[i * B + j]);
+      }
+    }
+    add_block_vector(dst + static_cast<int64_t>(k) * B * B, Simd::reduce_lanes(acc), overwrite);
+  }
+}
+
+// Chunks of the weight pass: as many token tiles as keep the whole X panel within
+// kSddmmPanelBytes, or, for wide panels, kSddmmTiles tiles by a column slice of that size. The
+// slice of X stays in L2 (beside dY's rows, the transposed copy and the streamed values) while
+// every block-row visits it, and each block's registers span at least kSddmmTiles tiles before
+// they are reduced and written, which a whole 3072-feature panel (one tile per MB) would not allow.
+inline constexpr int64_t kSddmmPanelBytes = 512 * 1024;
+inline constexpr int64_t kSddmmTiles = 4;
+
 template <int B>
 void block_sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                  bool accumulate, Range block_rows) {
-  constexpr int SC = std::min(B, 4);
-  constexpr int SR = W / SC;
-  static_assert(B % SR == 0 && B % SC == 0);
-  const int64_t chunk = tiles_per_chunk(x);
+  using S = SddmmShape<B>;
+  constexpr int64_t kFeatureBytes = kTokenTile * sizeof(float);
+  const int64_t panel = std::max<int64_t>(x.features_padded, 1) * kFeatureBytes;  // X bytes per tile
+  int64_t chunk = std::max<int64_t>(1, kSddmmPanelBytes / panel);
+  int64_t slice = x.features_padded;
+  if (chunk < kSddmmTiles) {
+    chunk = std::min(kSddmmTiles, x.tiles);
+    slice = std::max<int64_t>(kFeaturePad, kSddmmPanelBytes / (chunk * kFeatureBytes) / kFeaturePad * kFeaturePad);
+  }
+  chunk = std::min(chunk, x.tiles);
+  thread_local AlignedBuffer<float> dyt;
+  thread_local AlignedBuffer<int32_t> next;  // per block-row: first block not yet visited in this chunk
+  if constexpr (B * B != W) dyt.resize(static_cast<std::size_t>(chunk * kTokenTile * B));
+  next.resize(static_cast<std::size_t>(block_rows.end - block_rows.begin));
   for (int64_t t0 = 0; t0 < x.tiles; t0 += chunk) {
     const int64_t t1 = std::min(x.tiles, t0 + chunk);
     const bool overwrite = !accumulate && t0 == 0;
-    for (int64_t br = block_rows.begin; br < block_rows.end; ++br)
-      for (int32_t k = w.row_ptr[br]; k < w.row_ptr[br + 1]; ++k)
-        for (int i0 = 0; i0 < B; i0 += SR)
-          for (int j0 = 0; j0 < B; j0 += SC) {
-            V acc[W];
-            for (int j = 0; j < W; ++j) acc[j] = Simd::zero();
-            for (int64_t tile = t0; tile < t1; ++tile) {
-              const float* d = dy.tile(tile) + (br * B + i0) * kTokenTile;
-              const float* xc = x.tile(tile) + static_cast<int64_t>(w.col[k] + j0) * kTokenTile;
-              for (int v = 0; v < NV; ++v) {
-                V dv[SR], xv[SC];
-                for (int i = 0; i < SR; ++i) dv[i] = Simd::load(d + i * kTokenTile + v * W);
-                for (int j = 0; j < SC; ++j) xv[j] = Simd::load(xc + j * kTokenTile + v * W);
-                for (int i = 0; i < SR; ++i)
-                  for (int j = 0; j < SC; ++j) acc[i * SC + j] = Simd::fma(dv[i], xv[j], acc[i * SC + j]);
-              }
-            }
-            alignas(64) float lanes[W];
-            Simd::store(lanes, Simd::reduce_lanes(acc));
-            float* dst = dvalues + static_cast<int64_t>(k) * B * B + i0 * B + j0;
-            for (int i = 0; i < SR; ++i)
-              for (int j = 0; j < SC; ++j)
-                dst[i * B + j] = overwrite ? lanes[i * SC + j] : dst[i * B + j] + lanes[i * SC + j];
-          }
+    for (int64_t br = block_rows.begin; br < block_rows.end; ++br) next[br - block_rows.begin] = w.row_ptr[br];
+    for (int64_t c1 = slice; c1 - slice < x.features; c1 += slice)
+      for (int64_t br = block_rows.begin; br < block_rows.end; ++br) {
+        int32_t& k0 = next[br - block_rows.begin];
+        int32_t k1 = k0;
+        while (k1 < w.row_ptr[br + 1] && w.col[k1] < c1) ++k1;
+        if (k1 == k0) continue;
+        if constexpr (B * B == W) {
+          block_sddmm_dots<B>(dy, x, br, w.col + k0, k1 - k0, t0, t1, dvalues + static_cast<int64_t>(k0) * B * B,
+                              overwrite);
+        } else {
+          transpose_dy_rows<B>(dy, br * B, t0, t1, dyt.data());
+          block_sddmm_blocks<B, S::NB>(w, x, k0, k1, dyt.data(), t0, t1, dvalues, overwrite);
+        }
+        k0 = k1;
+      }
   }
 }
 
