@@ -3,10 +3,12 @@
 // inputs of a row keeps exactly N weights (2:4 is NVIDIA's form; 1:4, 2:8 and others work too).
 //
 // Storage: values and in-group offsets (uint8) for rows x (cols / M) x N entries, slots of a
-// group ascending by offset. W^T is not N:M, so backward-data runs on a CSR transposed companion
-// built from the same entries. The shape needs cols % M == 0.
+// group ascending by offset. W^T is not N:M, so backward-data runs on a companion that lists the
+// same entries by column group and kept pattern (NmTransposedView), rebuilt with the structure;
+// its values are gathered from values() through a stored permutation when they are stale. The
+// shape needs cols % M == 0.
+#include "core/aligned_buffer.h"
 #include "formats/sparse_weight.h"
-#include "formats/transposed_pattern.h"
 #include "kernels/sparse_view.h"
 
 namespace sparsetrain {
@@ -17,7 +19,7 @@ class NmMatrix final : public SparseWeight {
 
   FormatSpec format() const override { return FormatSpec::nm(n_, m_); }
   NmView view() const { return {rows_, cols_, n_, m_, offset_.data(), values_.data()}; }
-  BlockSparseView transposed_view();
+  NmTransposedView transposed_view();
 
   void assign(ConstMatrixView dense, const Mask& mask) override;
   void update_mask(const Mask& mask) override;
@@ -43,9 +45,14 @@ class NmMatrix final : public SparseWeight {
   int n_, m_;
   int64_t groups_;
   AlignedBuffer<uint8_t> offset_, next_offset_;
-  AlignedBuffer<float> values_, next_values_;
-  AlignedBuffer<int32_t> csr_row_ptr_, csr_col_;  // the same entries as CSR, to build W^T
-  TransposedPattern transposed_;
+  AlignedBuffer<float> values_;
+  // The backward-data companion, one entry per (row, group): see NmTransposedView.
+  int64_t t_slices_ = 1;
+  int t_buckets_ = 1;
+  AlignedBuffer<int32_t> t_ptr_, t_row_;
+  AlignedBuffer<int32_t> t_source_;  // per entry: its (row, group) index r * groups + g in W
+  AlignedBuffer<uint8_t> t_offset_;
+  AlignedBuffer<float> t_values_;
 };
 
 }  // namespace sparsetrain

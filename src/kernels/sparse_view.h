@@ -40,4 +40,25 @@ struct NmView {
   int64_t groups() const { return cols / m; }
 };
 
+// The N:M weight W [rows x cols] arranged for backward-data, dX = dY W: one entry per (row, group)
+// with its N offsets and values, listed by column group, so a kernel keeps a group's M dX
+// features in registers while it streams the rows. Within a group the entries are split by row
+// slice (kSliceCols rows, so the slice of the packed dY panel stays in L2), then by bucket, then
+// ascend by row: entries [ptr[b], ptr[b + 1]) with b = (slice * groups + g) * buckets + bucket.
+// For M <= 4 there are 2^M buckets and bucket p holds the entries whose kept offsets are the set
+// bits of p, so each bucket runs one fixed register pattern; otherwise there is one bucket.
+struct NmTransposedView {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int n = 2;
+  int m = 4;
+  int64_t slices = 1;
+  int buckets = 1;
+  const int32_t* ptr = nullptr;     // [slices * groups * buckets + 1]
+  const int32_t* row = nullptr;     // per entry: its row of W
+  const uint8_t* offset = nullptr;  // per entry x n: positions inside the group, ascending
+  const float* values = nullptr;    // per entry x n
+  int64_t groups() const { return cols / m; }
+};
+
 }  // namespace sparsetrain

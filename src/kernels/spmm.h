@@ -9,8 +9,9 @@
 //   backward-weights  dW = dY^T * X, only at W's nonzeros (a sampled dense-dense product)
 //                                             sddmm(W, pack(dY), pack(X), dW.values)
 //
-// backward-data runs the forward kernel on the transposed companion W^T that every format keeps
-// (formats/), so both are output-stationary and need no atomics. The weight pass writes one
+// backward-data runs the forward kernel on the transposed companion W^T that every block format
+// keeps (formats/), so both are output-stationary and need no atomics; N:M keeps its entries
+// ordered by column group instead (NmTransposedView) and runs nm_bwd_data. The weight pass writes one
 // value per stored entry (padding included, which stays zero because packed padding is zero).
 //
 // Threading: the drivers split work across the OpenMP pool. The forward pass splits token tiles
@@ -44,6 +45,8 @@ using NmFwdFn = void(const NmView& w, const PackedTokens& x, const float* bias, 
                      Range rows);
 using NmSddmmFn = void(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                        bool accumulate, Range rows);
+using NmBwdDataFn = void(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles,
+                         Range groups);
 
 // Drivers (dispatch + threading). `accumulate` adds into dvalues instead of overwriting them.
 void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y);
@@ -57,6 +60,8 @@ void csr_backward(const BlockSparseView& wt, const int32_t* perm, const PackedTo
 void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y);
 void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
               bool accumulate = false);
+// Backward-data for an N:M weight from its group-ordered companion: dX = dY W.
+void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx);
 
 // Bias gradient db[f] (+)= sum_t dY[t][f], read from the packed dY.
 void bias_grad(const PackedTokens& dy, float* dbias, bool accumulate = false);
@@ -69,6 +74,7 @@ CsrBackwardFn csr_backward;
 SddmmFn sddmm;
 NmFwdFn nm_fwd;
 NmSddmmFn nm_sddmm;
+NmBwdDataFn nm_bwd_data;
 }  // namespace ref
 
 #define SPARSETRAIN_DECLARE_ISA_KERNELS(isa) \
@@ -79,6 +85,7 @@ NmSddmmFn nm_sddmm;
   SddmmFn sddmm;                             \
   NmFwdFn nm_fwd;                            \
   NmSddmmFn nm_sddmm;                        \
+  NmBwdDataFn nm_bwd_data;                   \
   }
 SPARSETRAIN_DECLARE_ISA_KERNELS(avx2)
 SPARSETRAIN_DECLARE_ISA_KERNELS(avx512)

@@ -81,4 +81,7 @@ void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, fl
               Range rows) {
   avx512_detail::nm_sddmm(w, dy, x, dvalues, accumulate, rows);
 }
+void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
+  avx512_detail::nm_bwd_data(wt, dy, dx, tiles, groups);
+}
 }  // namespace sparsetrain::avx512

@@ -34,6 +34,7 @@ const List<BlockSparseView, CsrBackwardFn> kCsrBackward = SPARSETRAIN_KERNEL_LIS
 const List<BlockSparseView, SddmmFn> kSddmm = SPARSETRAIN_KERNEL_LIST(sddmm);
 const List<NmView, NmFwdFn> kNmFwd = SPARSETRAIN_KERNEL_LIST(nm_fwd);
 const List<NmView, NmSddmmFn> kNmSddmm = SPARSETRAIN_KERNEL_LIST(nm_sddmm);
+const List<NmTransposedView, NmBwdDataFn> kNmBwdData = SPARSETRAIN_KERNEL_LIST(nm_bwd_data);
 const List<PackedTokens, PackFn> kPack = SPARSETRAIN_KERNEL_LIST(pack);
 
 template <typename Problem, typename Fn>
@@ -160,6 +161,25 @@ void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, fl
   check_grad_shapes("nm_sddmm", w.rows, w.cols, dy, x);
   const auto& impl = pick("nm_sddmm", kNmSddmm, w);
   split_rows_even(w.rows, [&](Range rows) { impl.run(w, dy, x, dvalues, accumulate, rows); });
+}
+
+void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx) {
+  if (dy.features != wt.rows)
+    fail("nm_bwd_data: output gradient has {} features but the weight has {} outputs", dy.features, wt.rows);
+  if (dx.rows != dy.tokens || dx.cols != wt.cols)
+    fail("nm_bwd_data: dX is [{} x {}], expected [{} x {}]", dx.rows, dx.cols, dy.tokens, wt.cols);
+  const auto& impl = pick("nm_bwd_data", kNmBwdData, wt);
+  const int nth = num_threads();
+  const int64_t groups = wt.groups();
+  if (dy.tiles >= 2 * nth || groups < 2 * nth) {
+    parallel_run(static_cast<int>(std::min<int64_t>(dy.tiles, nth)), [&](int ith, int n) {
+      Range t;
+      balance_even(dy.tiles, ith, n, t.begin, t.end);
+      impl.run(wt, dy, dx, t, Range{0, groups});
+    });
+    return;
+  }
+  split_rows_even(groups, [&](Range g) { impl.run(wt, dy, dx, Range{0, dy.tiles}, g); });
 }
 
 void bias_grad(const PackedTokens& dy, float* dbias, bool accumulate) {

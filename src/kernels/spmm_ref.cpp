@@ -2,6 +2,7 @@
 // packed layout as the fast kernels, so a test of ref against a float64 dense product also
 // checks packing, and every other implementation is checked against ref.
 #include <algorithm>
+#include <vector>
 
 #include "kernels/spmm.h"
 
@@ -106,6 +107,26 @@ void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, fl
             sum += packed_at(dy, tile, r, t) * packed_at(x, tile, g * w.m + w.offset[e], t);
         dvalues[e] = accumulate ? dvalues[e] + sum : sum;
       }
+}
+
+void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
+  const int64_t ngroups = wt.groups();
+  std::vector<float> sum(static_cast<std::size_t>(wt.m) * kTokenTile);
+  for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
+    int valid = tile_tokens(dy, tile);
+    for (int64_t g = groups.begin; g < groups.end; ++g) {
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (int64_t s = 0; s < wt.slices; ++s) {
+        const int64_t b = (s * ngroups + g) * wt.buckets;
+        for (int32_t e = wt.ptr[b]; e < wt.ptr[b + wt.buckets]; ++e)
+          for (int j = 0; j < wt.n; ++j)
+            for (int t = 0; t < valid; ++t)
+              sum[wt.offset[e * wt.n + j] * kTokenTile + t] += wt.values[e * wt.n + j] * packed_at(dy, tile, wt.row[e], t);
+      }
+      for (int f = 0; f < wt.m; ++f)
+        for (int t = 0; t < valid; ++t) dx.at(tile * kTokenTile + t, g * wt.m + f) = sum[f * kTokenTile + t];
+    }
+  }
 }
 
 }  // namespace sparsetrain::ref

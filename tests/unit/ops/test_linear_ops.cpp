@@ -88,6 +88,9 @@ void run_case(const Case& c, CpuIsa isa) {
   const bool csr = !nm && format.block == 1;
   for (std::string kernel : {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : (csr ? "csr_backward" : "sddmm"), "pack"})
     ASSERT_EQ(last_dispatch(kernel), kernel + suffix) << "the path under test did not run";
+  if (nm) {
+    ASSERT_EQ(last_dispatch("nm_bwd_data"), "nm_bwd_data" + suffix) << "the path under test did not run";
+  }
 
   int64_t nonzero_outputs = 0;
   for (int64_t t = 0; t < c.tokens; ++t)
