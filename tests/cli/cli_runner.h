@@ -1,0 +1,18 @@
+#pragma once
+// Runs the built `sparsetrain` binary (path from the SPARSETRAIN_EXE compile definition) with
+// given arguments and extra environment variables, capturing exit code, stdout and stderr apart.
+#include <string>
+#include <vector>
+
+namespace sparsetrain::testing {
+
+struct CliResult {
+  int exit_code = -1;  // -1 when the process did not exit normally
+  std::string out, err;
+};
+
+// env entries are "NAME=value" and replace any inherited variable of that name; SPARSETRAIN_*
+// variables of the calling environment are never inherited, so results do not depend on it.
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+}  // namespace sparsetrain::testing

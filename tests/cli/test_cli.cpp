@@ -1,0 +1,163 @@
+// The `sparsetrain` command as a user meets it: JSON lines and table of `bench linear`, exit
+// codes 0/1/2 with messages naming what was wrong, the ISA cap and dispatch tracing, from
+// options and from the environment.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace sparsetrain::testing {
+namespace {
+
+// A tiny layer, one thread, one timed run: each case takes milliseconds.
+const std::vector<std::string> kTiny = {"--in", "40", "--out", "24", "--tokens", "70", "--repeats", "1"};
+const std::vector<std::string> kOneThread = {"OMP_NUM_THREADS=1"};
+
+std::vector<std::string> bench_linear(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"bench", "linear"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(CliBenchLinear, JsonPrintsOneObjectPerCaseWithTheDocumentedKeys) {
+  const CliResult r = run_cli(bench_linear({"--sparsity", "0.9", "--format", "csr", "--format", "2:4", "--json"}), kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  const char* formats[] = {"csr", "2:4"};
+  const double sparsities[] = {0.9, 0.5};  // N:M runs at its own sparsity
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    SCOPED_TRACE(lines[i]);
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);  // throws, failing the test, if not JSON
+    ASSERT_TRUE(j.is_object());
+    for (const char* key : {"format", "sparsity", "tokens", "in", "out", "threads", "isa", "dense_ms", "sparse_ms",
+                            "speedup", "useful_gflops"})
+      ASSERT_TRUE(j.contains(key)) << "missing " << key;
+    EXPECT_EQ(j["format"], formats[i]);
+    EXPECT_NEAR(j["sparsity"].get<double>(), sparsities[i], 1e-12);
+    EXPECT_EQ(j["tokens"], 70);
+    EXPECT_EQ(j["in"], 40);
+    EXPECT_EQ(j["out"], 24);
+    EXPECT_EQ(j["threads"], 1);
+    const double dense_ms = j["dense_ms"], sparse_ms = j["sparse_ms"];
+    EXPECT_GT(dense_ms, 0.0);
+    EXPECT_GT(sparse_ms, 0.0);
+    EXPECT_NEAR(j["speedup"].get<double>(), dense_ms / sparse_ms, 1e-9 * dense_ms / sparse_ms);
+    // Useful work: 3 products of 2 * nnz * tokens FLOPs.
+    const double nnz = std::round((1.0 - sparsities[i]) * 40 * 24);
+    const double gflops = 6.0 * nnz * 70 / (sparse_ms * 1e6);
+    EXPECT_NEAR(j["useful_gflops"].get<double>(), gflops, 1e-9 * gflops);
+  }
+}
+
+TEST(CliBenchLinear, TablePrintsAHeaderAndOneRowPerCase) {
+  const CliResult r = run_cli(bench_linear({"--sparsity", "0.5", "--sparsity", "0.75", "--format", "bcsr8"}), kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int rows = 0;
+  for (const auto& line : lines_of(r.out)) rows += contains(line, "40>24") && contains(line, "bcsr8");
+  EXPECT_EQ(rows, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "speedup")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 threads")) << r.out;
+}
+
+TEST(CliErrors, UnknownFormatExitsOneNamingTheFormat) {
+  const CliResult r = run_cli(bench_linear({"--format", "csr5", "--json"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "sparsetrain: error: bench linear --format: unknown sparse format 'csr5'")) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing should run before the options are checked";
+}
+
+TEST(CliErrors, SparsityOutsideItsRangeExitsOne) {
+  const CliResult r = run_cli(bench_linear({"--sparsity", "1.5"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--sparsity 1.5 is outside [0, 1)")) << r.err;
+}
+
+TEST(CliErrors, UnpairedShapeExitsOne) {
+  const CliResult r = run_cli({"bench", "linear", "--in", "40", "--in", "48", "--out", "24"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--in and --out")) << r.err;
+}
+
+TEST(CliErrors, InvalidCommandLinesExitTwo) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {bench_linear({"--bogus"}), "--bogus"},
+      {{}, "subcommand"},
+      {{"bench"}, "subcommand"},
+      {bench_linear({"--tokens", "many"}), "many"},
+      {bench_linear({"--repeats", "0"}), "--repeats"},
+  };
+  for (const auto& [args, fragment] : cases) {
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << fragment << "\n" << r.err;
+    EXPECT_TRUE(contains(r.out + r.err, fragment)) << "'" << fragment << "' not in:\n" << r.out << r.err;
+  }
+}
+
+TEST(CliErrors, HelpExitsZero) {
+  const CliResult r = run_cli({"bench", "linear", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.out, "--sparsity")) << r.out;
+}
+
+TEST(CliIsa, UnknownMaxIsaExitsOneNamingTheValue) {
+  const CliResult r = run_cli({"--max-isa", "bogus", "bench", "linear"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--max-isa: unknown ISA 'bogus'; expected one of: avx512, avx2, ref")) << r.err;
+}
+
+TEST(CliIsa, UnknownIsaInTheEnvironmentExitsOneNamingTheVariable) {
+  const CliResult r = run_cli(bench_linear({"--format", "csr"}), {"SPARSETRAIN_MAX_ISA=sse9"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "environment variable SPARSETRAIN_MAX_ISA: unknown ISA 'sse9'")) << r.err;
+}
+
+// The dispatch line for kernel `kernel`, or "" when none was printed.
+std::string dispatch_line(const std::string& err, const std::string& kernel) {
+  for (const auto& line : lines_of(err))
+    if (line.rfind("sparsetrain: dispatch: " + kernel + " -> ", 0) == 0) return line;
+  return "";
+}
+
+TEST(CliDispatch, VerboseDispatchNamesTheImplementationAndWhyOthersWereSkipped) {
+  const CliResult r = run_cli({"--verbose-dispatch", "--max-isa", "ref", "bench", "linear", "--in", "40", "--out", "24",
+                               "--tokens", "70", "--repeats", "1", "--format", "2:4"},
+                              kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string line = dispatch_line(r.err, "nm_fwd");
+  EXPECT_TRUE(contains(line, "nm_fwd -> nm_fwd_ref (isa cap ref")) << r.err;
+  EXPECT_TRUE(contains(line, "ISA not usable")) << line;
+  EXPECT_FALSE(contains(r.out, "dispatch:")) << "tracing belongs on stderr";
+}
+
+TEST(CliDispatch, EnvironmentVariablesMatchTheOptions) {
+  const CliResult r = run_cli(bench_linear({"--format", "csr"}), {"SPARSETRAIN_VERBOSE=dispatch", "SPARSETRAIN_MAX_ISA=ref", "OMP_NUM_THREADS=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(dispatch_line(r.err, "spmm_fwd"), "spmm_fwd -> spmm_fwd_ref (isa cap ref")) << r.err;
+  EXPECT_TRUE(contains(r.out, "kernels ref")) << r.out;
+}
+
+TEST(CliDispatch, SilentWithoutTheFlag) {
+  const CliResult r = run_cli(bench_linear({"--format", "csr"}), kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "dispatch:")) << r.err;
+}
+
+}  // namespace
+}  // namespace sparsetrain::testing

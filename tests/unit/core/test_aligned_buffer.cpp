@@ -1,0 +1,85 @@
+// AlignedBuffer: 64-byte alignment, growth that keeps the elements, and no reallocation while
+// the size stays within capacity (what lets sparse weights rebuild after a mask update).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "core/aligned_buffer.h"
+
+namespace sparsetrain {
+namespace {
+
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment == 0; }
+
+void fill_iota(AlignedBuffer<float>& b) {
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i) + 0.5f;
+}
+
+void expect_iota(const AlignedBuffer<float>& b, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(b[i], static_cast<float>(i) + 0.5f) << "element " << i;
+}
+
+TEST(AlignedBuffer, EveryAllocationIsAligned) {
+  for (std::size_t n : {1u, 3u, 17u, 1000u}) {
+    AlignedBuffer<uint8_t> bytes(n);
+    AlignedBuffer<double> doubles(n);
+    EXPECT_TRUE(aligned(bytes.data())) << n;
+    EXPECT_TRUE(aligned(doubles.data())) << n;
+  }
+}
+
+TEST(AlignedBuffer, ReserveKeepsElementsAndSize) {
+  AlignedBuffer<float> b(37);
+  fill_iota(b);
+  b.reserve(1000);
+  EXPECT_TRUE(aligned(b.data()));
+  EXPECT_EQ(b.size(), 37u);
+  EXPECT_GE(b.capacity(), 1000u);
+  expect_iota(b, 37);
+}
+
+TEST(AlignedBuffer, GrowingResizeKeepsElements) {
+  AlignedBuffer<float> b(5);
+  fill_iota(b);
+  b.resize(5000);
+  EXPECT_TRUE(aligned(b.data()));
+  EXPECT_EQ(b.size(), 5000u);
+  expect_iota(b, 5);
+}
+
+TEST(AlignedBuffer, ResizeWithinCapacityDoesNotMoveData) {
+  AlignedBuffer<float> b;
+  b.reserve(1000);
+  const float* stable = b.data();
+  b.resize(900);
+  fill_iota(b);
+  b.resize(10);
+  b.resize(1000);
+  b.assign(1000, 2.0f);
+  EXPECT_EQ(b.data(), stable);
+  EXPECT_EQ(b.capacity(), 1000u);
+}
+
+TEST(AlignedBuffer, ShrinkThenRegrowKeepsTheSurvivingPrefix) {
+  AlignedBuffer<float> b(64);
+  fill_iota(b);
+  b.resize(8);
+  b.resize(64);
+  expect_iota(b, 8);
+}
+
+TEST(AlignedBuffer, CloneCopiesAndMoveTransfers) {
+  AlignedBuffer<float> a(20);
+  fill_iota(a);
+  AlignedBuffer<float> copy = a.clone();
+  EXPECT_NE(copy.data(), a.data());
+  expect_iota(copy, 20);
+  const float* storage = a.data();
+  AlignedBuffer<float> moved(std::move(a));
+  EXPECT_EQ(moved.data(), storage);
+  EXPECT_EQ(moved.size(), 20u);
+  EXPECT_TRUE(a.empty());
+}
+
+}  // namespace
+}  // namespace sparsetrain
