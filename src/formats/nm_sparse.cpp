@@ -1,9 +1,12 @@
 #include "formats/nm_sparse.h"
 
 #include <algorithm>
+#include <bit>
+#include <vector>
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "formats/bucket_sort.h"
 #include "kernels/spmm.h"
 
 namespace sparsetrain {
@@ -41,57 +44,63 @@ NmTransposedView NmMatrix::transposed_view() {
           t_values_.data()};
 }
 
+// Row-parallel. Threads cannot throw, so each notes its first group with the wrong count and the
+// lowest one is reported afterwards.
 void NmMatrix::scan_mask(const Mask& mask) {
   check_mask_shape(mask);
   next_offset_.resize(offset_.size());
-  for (int64_t r = 0; r < rows_; ++r) {
-    const uint8_t* row = mask.row(r);
-    for (int64_t g = 0; g < groups_; ++g) {
-      uint8_t* dst = next_offset_.data() + (r * groups_ + g) * n_;
-      int kept = 0;
-      for (int j = 0; j < m_; ++j)
-        if (row[g * m_ + j] != 0) {
-          if (kept < n_) dst[kept] = static_cast<uint8_t>(j);
-          ++kept;
+  const int parts = num_threads();
+  std::vector<int64_t> first_bad(static_cast<std::size_t>(parts), -1);
+  parallel_run(parts, [&](int ith, int nth) {
+    int64_t begin, end;
+    balance_even(rows_, ith, nth, begin, end);
+    for (int64_t r = begin; r < end; ++r) {
+      const uint8_t* row = mask.row(r);
+      for (int64_t g = 0; g < groups_; ++g) {
+        uint32_t bits = 0;
+        for (int j = 0; j < m_; ++j) bits |= static_cast<uint32_t>(row[g * m_ + j] != 0) << j;
+        if (std::popcount(bits) != n_) {
+          first_bad[ith] = r * groups_ + g;
+          return;
         }
-      if (kept != n_)
-        fail("{}:{}: row {}, group {} (cols {}..{}) keeps {} weights, expected exactly {}", n_, m_, r, g, g * m_,
-             g * m_ + m_ - 1, kept, n_);
+        uint8_t* dst = next_offset_.data() + (r * groups_ + g) * n_;
+        for (int s = 0; s < n_; ++s, bits &= bits - 1) dst[s] = static_cast<uint8_t>(std::countr_zero(bits));
+      }
     }
+  });
+  for (int64_t bad : first_bad) {
+    if (bad < 0) continue;
+    const int64_t r = bad / groups_, g = bad % groups_;
+    const int64_t kept = std::count_if(mask.row(r) + g * m_, mask.row(r) + (g + 1) * m_, [](uint8_t v) { return v != 0; });
+    fail("{}:{}: row {}, group {} (cols {}..{}) keeps {} weights, expected exactly {}", n_, m_, r, g, g * m_,
+         g * m_ + m_ - 1, kept, n_);
   }
 }
 
-// Counting sort of the (row, group) entries by (row slice, group, bucket); rows ascend within a
-// bucket because they are placed in row order.
+// Entries sorted by (row slice, group, bucket); rows ascend within a bucket (the sort is stable).
 void NmMatrix::commit_structure() {
   t_slices_ = std::max<int64_t>(1, (rows_ + kSliceCols - 1) / kSliceCols);
   t_buckets_ = m_ <= 4 ? 1 << m_ : 1;
-  const int64_t keys = t_slices_ * groups_ * t_buckets_;
   const int64_t entries = rows_ * groups_;
-  auto key_of = [&](int64_t r, int64_t g) {
+  const uint8_t* offsets = offset_.data();
+  auto key_of = [&](int64_t e, int64_t r) {
     int bucket = 0;
-    if (m_ <= 4)
-      for (int s = 0; s < n_; ++s) bucket |= 1 << offset_[(r * groups_ + g) * n_ + s];
-    return (r / kSliceCols * groups_ + g) * t_buckets_ + bucket;
+    if (t_buckets_ > 1)
+      for (int s = 0; s < n_; ++s) bucket |= 1 << offsets[e * n_ + s];
+    return (r / kSliceCols * groups_ + (e - r * groups_)) * t_buckets_ + bucket;
   };
-  t_ptr_.assign(keys + 1, 0);
-  for (int64_t r = 0; r < rows_; ++r)
-    for (int64_t g = 0; g < groups_; ++g) ++t_ptr_[key_of(r, g) + 1];
-  for (int64_t k = 0; k < keys; ++k) t_ptr_[k + 1] += t_ptr_[k];
   t_row_.resize(entries);
   t_source_.resize(entries);
   t_offset_.resize(entries * n_);
   t_values_.resize(entries * n_);
-  for (int64_t r = 0; r < rows_; ++r)
-    for (int64_t g = 0; g < groups_; ++g) {
-      // t_ptr_[key] is the key's cursor here and ends at the key's end; the shift below restores starts.
-      const int64_t slot = t_ptr_[key_of(r, g)]++;
-      t_row_[slot] = static_cast<int32_t>(r);
-      t_source_[slot] = static_cast<int32_t>(r * groups_ + g);
-      std::copy_n(offset_.data() + (r * groups_ + g) * n_, n_, t_offset_.data() + slot * n_);
-    }
-  for (int64_t k = keys; k > 0; --k) t_ptr_[k] = t_ptr_[k - 1];
-  t_ptr_[0] = 0;
+  stable_bucket_sort(
+      rows_, t_slices_ * groups_ * t_buckets_, [&](int64_t r) { return r * groups_; }, key_of,
+      [&](int32_t slot, int64_t e, int64_t r) {
+        t_row_[slot] = static_cast<int32_t>(r);
+        t_source_[slot] = static_cast<int32_t>(e);
+        for (int s = 0; s < n_; ++s) t_offset_[slot * n_ + s] = offsets[e * n_ + s];
+      },
+      t_ptr_, t_cursor_);
   transposed_stale_ = true;
 }
 
@@ -111,15 +120,28 @@ void NmMatrix::assign(ConstMatrixView dense, const Mask& mask) {
 void NmMatrix::update_mask(const Mask& mask) {
   scan_mask(mask);
   // Group by group in place, so values() (and optimizer state sized to it) never moves.
-  float kept[32];
-  for (int64_t base = 0; base < static_cast<int64_t>(values_.size()); base += n_) {
-    std::copy_n(values_.data() + base, n_, kept);
-    const uint8_t* old = offset_.data() + base;
-    for (int s = 0; s < n_; ++s) {
-      const uint8_t* hit = std::find(old, old + n_, next_offset_[base + s]);
-      values_[base + s] = hit != old + n_ ? kept[hit - old] : 0.0f;
+  const int64_t entries = rows_ * groups_;
+  parallel_run(num_threads(), [&](int ith, int nth) {
+    int64_t begin, end;
+    balance_even(entries, ith, nth, begin, end);
+    float kept[32] = {};
+    for (int64_t e = begin; e < end; ++e) {
+      float* values = values_.data() + e * n_;
+      const uint8_t* old = offset_.data() + e * n_;
+      const uint8_t* next = next_offset_.data() + e * n_;
+      uint32_t old_bits = 0;
+      for (int s = 0; s < n_; ++s) {
+        kept[s] = values[s];
+        old_bits |= 1u << old[s];
+      }
+      // Branch-free: a survivor's old slot is the number of old offsets below it.
+      for (int s = 0; s < n_; ++s) {
+        const uint32_t below = old_bits & ((1u << next[s]) - 1);
+        const uint32_t survives = 0u - ((old_bits >> next[s]) & 1u);
+        values[s] = std::bit_cast<float>(std::bit_cast<uint32_t>(kept[std::popcount(below) & 31]) & survives);
+      }
     }
-  }
+  });
   offset_.swap(next_offset_);
   commit_structure();
 }

@@ -49,7 +49,7 @@ class NmMatrix final : public SparseWeight {
   // The backward-data companion, one entry per (row, group): see NmTransposedView.
   int64_t t_slices_ = 1;
   int t_buckets_ = 1;
-  AlignedBuffer<int32_t> t_ptr_, t_row_;
+  AlignedBuffer<int32_t> t_ptr_, t_row_, t_cursor_;  // t_cursor_: sort scratch
   AlignedBuffer<int32_t> t_source_;  // per entry: its (row, group) index r * groups + g in W
   AlignedBuffer<uint8_t> t_offset_;
   AlignedBuffer<float> t_values_;
