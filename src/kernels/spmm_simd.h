@@ -9,9 +9,14 @@
 //   FMAs against a contiguous packed feature row. Rows are staged 16 at a time and written to the
 //   token-major output transposed. Blocks b x b hold R rows x NVS vectors in registers so one
 //   loaded input vector feeds R rows.
-// - backward-weights (SDDMM): one scalar per stored entry, reduced over tokens. W entries are
-//   computed together, each in its own accumulator, and reduced with one transpose-and-add tree
-//   (reduce_lanes), amortised over a chunk of tiles that fits in L2.
+// - backward-weights (SDDMM): one scalar per stored entry, reduced over tokens and amortised
+//   over a chunk of tiles that fits in L2. CSR (fused with backward-data, simd/csr.h) and N:M
+//   compute many entries together, each in its own accumulator, and reduce them with one
+//   transpose-and-add tree (reduce_lanes); blocks accumulate token outer products with the block
+//   held in registers, so they need no lane reduction (simd/block.h; 4 x 4 on AVX-512, one
+//   vector per block, takes dot products instead).
+// - N:M backward-data runs on a group-ordered companion: a group's M dX features are the
+//   accumulators (simd/nm.h).
 #pragma once
 
 #include <algorithm>
