@@ -42,7 +42,7 @@ void BlockSparseMatrix::reserve(int64_t nnz) {
   // Edge blocks hold fewer kept weights than b*b; one extra block per block-row covers them.
   const int64_t blocks = (nnz + bb - 1) / bb + (block_ > 1 ? block_rows_ : 0);
   for (auto* buffer : {&col_, &next_col_}) buffer->reserve(blocks);
-  for (auto* buffer : {&values_, &old_values_}) buffer->reserve(blocks * bb);
+  for (auto* buffer : {&values_, &snapshot_}) buffer->reserve(blocks * bb);
   if (block_ == 1) transposed_grad_.reserve(blocks);
   transposed_.reserve(blocks, block_);
 }
@@ -186,14 +186,21 @@ void BlockSparseMatrix::assign(ConstMatrixView dense, const Mask& mask) {
   commit_structure();
 }
 
-void BlockSparseMatrix::update_mask(const Mask& mask) {
-  const int64_t blocks = scan_mask(mask);
+void BlockSparseMatrix::update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions) {
+  check_companions(companions);
+  next_blocks_ = scan_mask(mask);
+  remap(values_);
+  for (AlignedBuffer<float>* buffer : companions) remap(*buffer);
+  commit_structure();
+}
+
+// Rewrites one buffer laid out like values() from the current structure to the scanned one, in
+// place so it stays where its owner (an optimizer) found it: survivors are read from a snapshot.
+void BlockSparseMatrix::remap(AlignedBuffer<float>& buffer) {
   const int64_t bb = static_cast<int64_t>(block_) * block_;
-  // The new values are written in place, so values() stays where the caller (an optimizer)
-  // found it; survivors are read from a snapshot of the old values.
-  old_values_.resize(values_.size());
-  std::copy(values_.begin(), values_.end(), old_values_.begin());
-  values_.resize(blocks * bb);
+  snapshot_.resize(buffer.size());
+  std::copy(buffer.begin(), buffer.end(), snapshot_.begin());
+  buffer.resize(next_blocks_ * bb);
   if (block_ == 1) {
     // Survivors through a dense row of scratch: scatter the old row, gather the new one, clear.
     // Branch-free, unlike a merge of two sorted column lists.
@@ -204,12 +211,11 @@ void BlockSparseMatrix::update_mask(const Mask& mask) {
       int64_t begin, end;
       balance_even(rows_, ith, nth, begin, end);
       for (int64_t r = begin; r < end; ++r) {
-        for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = old_values_[k];
-        for (int32_t k = next_row_ptr_[r]; k < next_row_ptr_[r + 1]; ++k) values_[k] = dense[next_col_[k]];
+        for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = snapshot_[k];
+        for (int32_t k = next_row_ptr_[r]; k < next_row_ptr_[r + 1]; ++k) buffer[k] = dense[next_col_[k]];
         for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = 0.0f;
       }
     });
-    commit_structure();
     return;
   }
   for (int64_t br = 0; br < block_rows_; ++br) {
@@ -217,14 +223,13 @@ void BlockSparseMatrix::update_mask(const Mask& mask) {
     const int32_t old_end = row_ptr_[br + 1];
     for (int32_t k = next_row_ptr_[br]; k < next_row_ptr_[br + 1]; ++k) {
       while (old < old_end && col_[old] < next_col_[k]) ++old;
-      float* dst = values_.data() + k * bb;
+      float* dst = buffer.data() + k * bb;
       if (old < old_end && col_[old] == next_col_[k])
-        std::copy_n(old_values_.data() + old * bb, bb, dst);
+        std::copy_n(snapshot_.data() + old * bb, bb, dst);
       else
         std::fill_n(dst, bb, 0.0f);
     }
   }
-  commit_structure();
 }
 
 void BlockSparseMatrix::to_dense(MatrixView dense) const {

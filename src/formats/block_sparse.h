@@ -23,7 +23,7 @@ class BlockSparseMatrix final : public SparseWeight {
   BlockSparseView transposed_view();  // refreshed if stale
 
   void assign(ConstMatrixView dense, const Mask& mask) override;
-  void update_mask(const Mask& mask) override;
+  void update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions = {}) override;
   void reserve(int64_t nnz) override;
   using SparseWeight::to_dense;
   void to_dense(MatrixView dense) const override;
@@ -46,6 +46,7 @@ class BlockSparseMatrix final : public SparseWeight {
   int64_t scan_mask(const Mask& mask);
   int64_t in_range(int64_t br, int32_t col) const;  // entries of a block inside the shape
   void commit_structure();
+  void remap(AlignedBuffer<float>& buffer);
 
   int block_;
   int64_t block_rows_;
@@ -53,7 +54,8 @@ class BlockSparseMatrix final : public SparseWeight {
   AlignedBuffer<int32_t> row_ptr_, col_;
   AlignedBuffer<float> values_;
   AlignedBuffer<int32_t> next_row_ptr_, next_col_;  // built by scan_mask, swapped in on commit
-  AlignedBuffer<float> old_values_;                  // update_mask: the values before the update
+  AlignedBuffer<float> snapshot_;                    // remap: the buffer before the update
+  int64_t next_blocks_ = 0;                          // blocks of the scanned structure
   TransposedPattern transposed_;
   AlignedBuffer<float> transposed_grad_;  // CSR fused backward: dW in W^T order
   AlignedBuffer<int32_t> slice_ptr_;      // CSR: column slices for the kernels

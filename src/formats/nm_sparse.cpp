@@ -117,16 +117,25 @@ void NmMatrix::assign(ConstMatrixView dense, const Mask& mask) {
   commit_structure();
 }
 
-void NmMatrix::update_mask(const Mask& mask) {
+void NmMatrix::update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions) {
+  check_companions(companions);
   scan_mask(mask);
-  // Group by group in place, so values() (and optimizer state sized to it) never moves.
+  remap(values_);
+  for (AlignedBuffer<float>* buffer : companions) remap(*buffer);
+  offset_.swap(next_offset_);
+  commit_structure();
+}
+
+// Rewrites one buffer laid out like values() from the current offsets to the scanned ones, group
+// by group in place, so it never moves (optimizer state is sized to it).
+void NmMatrix::remap(AlignedBuffer<float>& buffer) {
   const int64_t entries = rows_ * groups_;
   parallel_run(num_threads(), [&](int ith, int nth) {
     int64_t begin, end;
     balance_even(entries, ith, nth, begin, end);
     float kept[32] = {};
     for (int64_t e = begin; e < end; ++e) {
-      float* values = values_.data() + e * n_;
+      float* values = buffer.data() + e * n_;
       const uint8_t* old = offset_.data() + e * n_;
       const uint8_t* next = next_offset_.data() + e * n_;
       uint32_t old_bits = 0;
@@ -142,8 +151,6 @@ void NmMatrix::update_mask(const Mask& mask) {
       }
     }
   });
-  offset_.swap(next_offset_);
-  commit_structure();
 }
 
 void NmMatrix::to_dense(MatrixView dense) const {

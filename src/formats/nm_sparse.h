@@ -22,7 +22,7 @@ class NmMatrix final : public SparseWeight {
   NmTransposedView transposed_view();
 
   void assign(ConstMatrixView dense, const Mask& mask) override;
-  void update_mask(const Mask& mask) override;
+  void update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions = {}) override;
   void reserve(int64_t) override {}  // the entry count is fixed by the shape
   using SparseWeight::to_dense;
   void to_dense(MatrixView dense) const override;
@@ -41,6 +41,7 @@ class NmMatrix final : public SparseWeight {
   // Reads the kept offsets of every group into next_offset_, checking exactly N per group.
   void scan_mask(const Mask& mask);
   void commit_structure();
+  void remap(AlignedBuffer<float>& buffer);
 
   int n_, m_;
   int64_t groups_;

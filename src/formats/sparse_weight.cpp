@@ -40,4 +40,12 @@ void SparseWeight::check_mask_shape(const Mask& mask) const {
     fail("{}: mask is [{} x {}], the weight is [{} x {}]", format().name(), mask.rows(), mask.cols(), rows_, cols_);
 }
 
+void SparseWeight::check_companions(std::span<AlignedBuffer<float>* const> companions) const {
+  const std::size_t expected = values().size();
+  for (std::size_t i = 0; i < companions.size(); ++i)
+    if (companions[i]->size() != expected)
+      fail("{}: update_mask: companion buffer {} holds {} values, the weight stores {}", format().name(), i,
+           companions[i]->size(), expected);
+}
+
 }  // namespace sparsetrain

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 
+#include "core/aligned_buffer.h"
 #include "core/tensor.h"
 #include "formats/format_spec.h"
 #include "formats/mask.h"
@@ -37,7 +38,9 @@ class SparseWeight {
   // when the mask does not fit the format (blocks not uniform, wrong count in an N:M group).
   virtual void assign(ConstMatrixView dense, const Mask& mask) = 0;
   // New structure from mask; surviving connections keep their values, new ones start at 0.
-  virtual void update_mask(const Mask& mask) = 0;
+  // Each companion (a buffer laid out like values(): a gradient, optimizer state) is remapped
+  // the same way, in place.
+  virtual void update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions = {}) = 0;
   // Preallocates room for this many kept weights so later mask updates neither allocate nor move
   // values() (optimizer code may hold on to it).
   virtual void reserve(int64_t nnz) = 0;
@@ -69,6 +72,7 @@ class SparseWeight {
  protected:
   SparseWeight(int64_t rows, int64_t cols) : rows_(rows), cols_(cols) {}
   void check_mask_shape(const Mask& mask) const;
+  void check_companions(std::span<AlignedBuffer<float>* const> companions) const;
 
   int64_t rows_;
   int64_t cols_;

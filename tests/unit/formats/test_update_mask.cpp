@@ -92,5 +92,49 @@ TEST(UpdateMask, WithinReservedCapacityValuesStayInPlace) {
   expect_values_stay_in_place({"csr", 300, 200});
 }
 
+TEST(UpdateMask, CompanionBuffersAreRemappedLikeTheValues) {
+  for (const FormatShape& s : kFormatShapes) {
+    SCOPED_TRACE(describe(s));
+    const FormatSpec f = FormatSpec::parse(s.format, "test");
+    const Mask before = random_mask(f, s.rows, s.cols, update_level(f), Philox(21, "before"));
+    const Mask after = random_mask(f, s.rows, s.cols, update_level(f), Philox(22, "after"));
+    auto w = SparseWeight::from_dense(f, random_dense(s.rows, s.cols, 7), before);
+    train(*w);
+    // Two state buffers, a copy of the values and their double; both must follow the values.
+    AlignedBuffer<float> copy(w->values().size()), doubled(w->values().size());
+    for (std::size_t i = 0; i < copy.size(); ++i) {
+      copy[i] = w->values()[i];
+      doubled[i] = 2.0f * w->values()[i];
+    }
+    AlignedBuffer<float>* companions[] = {&copy, &doubled};
+    w->update_mask(after, companions);
+    ASSERT_EQ(copy.size(), w->values().size());
+    ASSERT_EQ(doubled.size(), w->values().size());
+    int64_t survivors = 0;
+    for (std::size_t i = 0; i < copy.size(); ++i) {
+      const float v = w->values()[i];
+      ASSERT_TRUE(same_bits(copy[i], v)) << i;
+      ASSERT_TRUE(same_bits(doubled[i], 2.0f * v)) << i;
+      survivors += !same_bits(v, 0.0f);
+    }
+    EXPECT_GT(survivors, 0);
+  }
+}
+
+TEST(UpdateMask, ACompanionOfTheWrongSizeIsRejectedBeforeAnythingChanges) {
+  const FormatSpec f = FormatSpec::parse("csr", "test");
+  const Mask before = random_mask(f, 9, 11, 0.5, Philox(1, "before"));
+  auto w = SparseWeight::from_dense(f, random_dense(9, 11, 2), before);
+  AlignedBuffer<float> state(w->values().size() + 1);
+  AlignedBuffer<float>* companions[] = {&state};
+  try {
+    w->update_mask(random_mask(f, 9, 11, 0.5, Philox(2, "after")), companions);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("companion buffer 0 holds"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(w->mask() == before);
+}
+
 }  // namespace
 }  // namespace sparsetrain
