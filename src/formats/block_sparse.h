@@ -25,6 +25,7 @@ class BlockSparseMatrix final : public SparseWeight {
   void assign(ConstMatrixView dense, const Mask& mask) override;
   void update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions = {}) override;
   void reserve(int64_t nnz) override;
+  std::size_t values_capacity() const override { return values_.capacity(); }
   using SparseWeight::to_dense;
   void to_dense(MatrixView dense) const override;
   Mask mask() const override;

@@ -24,6 +24,7 @@ class NmMatrix final : public SparseWeight {
   void assign(ConstMatrixView dense, const Mask& mask) override;
   void update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions = {}) override;
   void reserve(int64_t) override {}  // the entry count is fixed by the shape
+  std::size_t values_capacity() const override { return values_.size(); }
   using SparseWeight::to_dense;
   void to_dense(MatrixView dense) const override;
   Mask mask() const override;

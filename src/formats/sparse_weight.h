@@ -44,6 +44,8 @@ class SparseWeight {
   // Preallocates room for this many kept weights so later mask updates neither allocate nor move
   // values() (optimizer code may hold on to it).
   virtual void reserve(int64_t nnz) = 0;
+  // How many values fit without reallocating: what companion buffers should reserve too.
+  virtual std::size_t values_capacity() const = 0;
 
   virtual void to_dense(MatrixView dense) const = 0;  // zeros at pruned positions
   Matrix to_dense() const;
