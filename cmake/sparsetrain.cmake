@@ -41,6 +41,7 @@ function(sparsetrain_add_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE sparsetrain::sparsetrain GTest::gtest GTest::gtest_main
     sparsetrain_options)
+  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
 endfunction()

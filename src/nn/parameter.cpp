@@ -48,7 +48,11 @@ void Parameter::zero_grad() { std::fill(grad_.begin(), grad_.end(), 0.0f); }
 
 AlignedBuffer<float>& Parameter::state(const std::string& key) {
   auto [it, inserted] = states_.try_emplace(key);
-  if (inserted) it->second.assign(values().size(), 0.0f);
+  if (inserted) {
+    // Room for the reserved capacity too, so a later mask update does not move the state.
+    if (storage_ == Storage::Compressed) it->second.reserve(compressed_->values_capacity());
+    it->second.assign(values().size(), 0.0f);
+  }
   return it->second;
 }
 

@@ -2,7 +2,7 @@
 // errors of loading a state that does not fit.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "error_of.h"
 #include "formats/random_mask.h"
 #include "nn/module.h"
 
@@ -42,14 +42,7 @@ std::vector<std::string> names(Module& m) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 TEST(Module, NamesAreDottedPathsInRegistrationOrder) {
   Net net;

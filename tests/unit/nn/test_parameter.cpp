@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "core/error.h"
 #include "core/philox.h"
+#include "error_of.h"
 #include "formats/random_mask.h"
 #include "nn/parameter.h"
 
@@ -18,14 +18,7 @@ void fill_random(Parameter& p, uint64_t seed) {
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = rng.uniform(i) + 0.5f;  // nonzero
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 TEST(Parameter, DenseParametersExposeEveryElement) {
   Parameter p("fc.bias", {7});

@@ -4,11 +4,13 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "error_of.h"
 #include "sparsity/distribution.h"
 
 namespace sparsetrain {
 namespace {
+
+using testing::error_of;
 
 double kept(const std::vector<ParameterShape>& params, const std::vector<double>& levels) {
   double total = 0.0;
@@ -80,31 +82,23 @@ TEST(Distribution, OverriddenParametersSitOutsideTheSolve) {
 TEST(Distribution, ParsesNamesAndRejectsBadInput) {
   EXPECT_EQ(parse_distribution("erk", "cfg.yaml: sparsity.distribution"), Distribution::ERK);
   EXPECT_STREQ(distribution_name(Distribution::ER), "er");
-  auto message = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
-  EXPECT_EQ(message([] { parse_distribution("ERK!", "cfg.yaml: sparsity.distribution"); }),
+  EXPECT_EQ(error_of([] { parse_distribution("ERK!", "cfg.yaml: sparsity.distribution"); }),
             "cfg.yaml: sparsity.distribution: unknown distribution 'ERK!'; expected uniform, er or erk");
-  EXPECT_EQ(message([] { distribute_sparsity(Distribution::ER, 1.5, kTwo); }),
+  EXPECT_EQ(error_of([] { distribute_sparsity(Distribution::ER, 1.5, kTwo); }),
             "er distribution: sparsity must be in [0, 1], got 1.5");
-  EXPECT_EQ(message([] {
+  EXPECT_EQ(error_of([] {
               distribute_sparsity(Distribution::ER, 0.5, kTwo, {{"c.weight", 0.1}});
             }),
             "sparsity distribution: override for 'c.weight', which is not among the sparse parameters");
-  EXPECT_EQ(message([] {
+  EXPECT_EQ(error_of([] {
               distribute_sparsity(Distribution::ER, 0.5, kTwo, {{"a.weight", -0.1}});
             }),
             "sparsity override for 'a.weight': sparsity must be in [0, 1], got -0.1");
-  EXPECT_EQ(message([] {
+  EXPECT_EQ(error_of([] {
               distribute_sparsity(Distribution::Uniform, 0.5, {{"x", {4, 0}}});
             }),
             "sparsity distribution: parameter 'x' has a dimension of 0");
-  EXPECT_EQ(message([] {
+  EXPECT_EQ(error_of([] {
               distribute_sparsity(Distribution::Uniform, 0.5, {{"x", {4}}, {"x", {4}}});
             }),
             "sparsity distribution: parameter 'x' is listed twice");

@@ -1,0 +1,72 @@
+#include "optim/optimizer.h"
+
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace sparsetrain {
+
+namespace {
+
+// Elements per thread below which splitting costs more than it saves.
+constexpr std::size_t kGrain = std::size_t{1} << 15;
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Parameter*> params, LrSchedule schedule)
+    : params_(std::move(params)), schedule_(std::move(schedule)) {
+  if (params_.empty()) fail("optimizer: the parameter list is empty");
+  std::unordered_set<const Parameter*> seen;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i] == nullptr) fail("optimizer: parameter {} of {} is null", i, params_.size());
+    if (!seen.insert(params_[i]).second) fail("optimizer: parameter '{}' is listed twice", params_[i]->name());
+  }
+}
+
+void Optimizer::step() {
+  const int64_t k = steps_ + 1;
+  const double lr = schedule_.at(k);
+  for (Parameter* p : params_) {
+    if (p->grad().size() != p->values().size())
+      fail("optimizer: parameter '{}' has {} gradient values for {} values", p->name(), p->grad().size(),
+           p->values().size());
+    p->mask_grad();
+    update(*p, lr, k);
+    p->enforce_mask();
+    p->values_changed();
+  }
+  steps_ = k;
+  for (const PostStepHook& hook : hooks_) hook(k);
+}
+
+void Optimizer::zero_grad() {
+  for (Parameter* p : params_) p->zero_grad();
+}
+
+void Optimizer::set_step(int64_t step) {
+  if (step < 0) fail("optimizer: the step must be >= 0, got {}", step);
+  steps_ = step;
+}
+
+void Optimizer::add_post_step_hook(PostStepHook hook) {
+  if (!hook) fail("optimizer: a post-step hook must be callable");
+  hooks_.push_back(std::move(hook));
+}
+
+void Optimizer::for_ranges(std::size_t n, const std::function<void(std::size_t, std::size_t)>& body) {
+  const std::size_t parts = std::max<std::size_t>(1, n / kGrain);
+  if (parts == 1) {
+    body(0, n);
+    return;
+  }
+  parallel_run(static_cast<int>(std::min<std::size_t>(parts, 1024)), [&](int ith, int nth) {
+    int64_t begin = 0, end = 0;
+    balance_even(static_cast<int64_t>(n), ith, nth, begin, end);
+    if (begin < end) body(static_cast<std::size_t>(begin), static_cast<std::size_t>(end));
+  });
+}
+
+}  // namespace sparsetrain
