@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libdnnl-dev ocl-icd-opencl-dev   # oneDNN: dense GEMM baseline; its CMake config needs OpenCL
   libfmt-dev libcli11-dev nlohmann-json3-dev
+  libpcre2-dev                     # regex parameter filters
   libgtest-dev libbenchmark-dev
 )
 

@@ -48,6 +48,11 @@ class Parameter {
   // Never sparsified by algorithms (Cerebras `requires_dense`).
   bool requires_dense = false;
 
+  // RigL's growth signal: the full dense gradient [rows x cols], which the owning layer's
+  // backward computes only on the steps where an algorithm sets wants_dense_grad.
+  bool wants_dense_grad = false;
+  Matrix dense_grad;
+
   Storage storage() const { return storage_; }
   bool is_sparse() const { return storage_ != Storage::Dense; }
 

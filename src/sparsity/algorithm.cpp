@@ -1,0 +1,139 @@
+#include "sparsity/algorithm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/philox.h"
+#include "optim/optimizer.h"
+#include "sparsity/mask_select.h"
+
+namespace sparsetrain {
+
+InitMethod parse_init_method(const std::string& text, const std::string& source) {
+  for (InitMethod m : {InitMethod::Random, InitMethod::TopK, InitMethod::FromZeros, InitMethod::Checkerboard})
+    if (text == init_method_name(m)) return m;
+  fail("{}: unknown init_method '{}'; expected random, topk, from_zeros or checkerboard", source, text);
+}
+
+const char* init_method_name(InitMethod m) {
+  switch (m) {
+    case InitMethod::Random: return "random";
+    case InitMethod::TopK: return "topk";
+    case InitMethod::FromZeros: return "from_zeros";
+    case InitMethod::Checkerboard: return "checkerboard";
+  }
+  return "?";
+}
+
+SparsityAlgorithm::SparsityAlgorithm(LevelSchedule sparsity, SparsityOptions options)
+    : sparsity_(std::move(sparsity)), options_(std::move(options)) {}
+
+std::optional<FormatSpec> SparsityAlgorithm::storage_format(const Parameter& p) const {
+  const auto& f = options_.format;
+  if (!f || p.shape().size() != 2) return std::nullopt;
+  if (f->kind == FormatKind::NM && p.cols() % f->m != 0) return std::nullopt;
+  return f;
+}
+
+FormatSpec SparsityAlgorithm::unit_format(const Parameter& p) const {
+  return storage_format(p).value_or(FormatSpec::csr());
+}
+
+int64_t SparsityAlgorithm::units(const Parameter& p) const { return mask_units(unit_format(p), p.rows(), p.cols()); }
+
+std::vector<double> SparsityAlgorithm::levels(int64_t step) const {
+  std::vector<ParameterShape> shapes;
+  for (const Parameter* p : params_) shapes.push_back({p->name(), p->shape()});
+  return distribute_sparsity(options_.distribution, sparsity_.at(step, updates_done_), shapes, options_.overrides);
+}
+
+Mask SparsityAlgorithm::initial_mask(Parameter& p, double level) const {
+  const FormatSpec f = unit_format(p);
+  const int64_t keep = kept_units(level, units(p));
+  Matrix score(p.rows(), p.cols());
+  switch (options_.init_method) {
+    case InitMethod::Random: {
+      // Cerebras: the top-k of uniform noise, here keyed by the parameter's name.
+      const Philox rng(options_.seed, p.name(), /*stream=*/0);
+      for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = rng.uniform(static_cast<uint64_t>(i));
+      break;
+    }
+    case InitMethod::TopK: {
+      const Matrix w = p.to_dense();
+      for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = std::fabs(w.data()[i]);
+      break;
+    }
+    case InitMethod::FromZeros: return Mask::nonzero_of(p.to_dense());
+    case InitMethod::Checkerboard: {
+      // Kept units evenly spaced in row-major unit order: unit u is kept when the running
+      // count floor(u * keep / units) steps up, which keeps exactly `keep` of them.
+      const int64_t b = f.kind == FormatKind::NM ? 1 : f.block;
+      const int64_t unit_cols = (p.cols() + b - 1) / b, n = units(p);
+      for (int64_t r = 0; r < p.rows(); ++r)
+        for (int64_t c = 0; c < p.cols(); ++c) {
+          const int64_t u = (r / b) * unit_cols + c / b;
+          score.at(r, c) = ((u + 1) * keep) / n > (u * keep) / n ? 1.0f : 0.0f;
+        }
+      break;
+    }
+  }
+  return topk_mask(score, f, keep);
+}
+
+int SparsityAlgorithm::apply(Module& model) {
+  std::vector<Module::Entry> chosen;
+  for (const Module::Entry& e : model.named_parameters())
+    if (!e.requires_dense && !e.param->is_sparse() && options_.filter.matches(e)) chosen.push_back(e);
+  claim(chosen);
+  return static_cast<int>(chosen.size());
+}
+
+void SparsityAlgorithm::claim(const std::vector<Module::Entry>& entries) {
+  for (const Module::Entry& e : entries) {
+    if (e.param->is_sparse()) fail("{}: parameter '{}' is already sparse", name(), e.param->name());
+    params_.push_back(e.param);
+  }
+  const std::vector<double> initial = levels(0);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Parameter& p = *params_[i];
+    if (p.is_sparse()) continue;  // claimed by an earlier call
+    const std::optional<FormatSpec> format = storage_format(p);
+    if (starts_dense() && format && format->kind == FormatKind::NM)
+      fail("{}: parameter '{}' uses {} storage, which cannot be dense; start mask updates at step 0", name(), p.name(),
+           format->name());
+    const Mask mask = starts_dense() ? Mask(p.rows(), p.cols(), true) : initial_mask(p, initial[i]);
+    p.sparsify(mask, format, mask.nnz());
+  }
+}
+
+void SparsityAlgorithm::apply(Optimizer& optimizer) {
+  optimizer.add_post_step_hook([this](int64_t step) { update(step); });
+}
+
+bool SparsityAlgorithm::grads_finite() const {
+  for (const Parameter* p : params_) {
+    for (float g : p->grad())
+      if (!std::isfinite(g)) return false;
+    if (p->wants_dense_grad)
+      for (int64_t i = 0; i < p->dense_grad.size(); ++i)
+        if (!std::isfinite(p->dense_grad.data()[i])) return false;
+  }
+  return true;
+}
+
+DynamicSparsityAlgorithm::DynamicSparsityAlgorithm(LevelSchedule sparsity, UpdateSchedule schedule,
+                                                   SparsityOptions options)
+    : SparsityAlgorithm(std::move(sparsity), std::move(options)), schedule_(std::move(schedule)) {}
+
+void DynamicSparsityAlgorithm::update(int64_t step) {
+  if (!schedule_.fires(step) || !grads_finite()) return;
+  const std::vector<double> level = levels(step);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Parameter& p = *params_[i];
+    p.set_mask(update_mask(p, p.mask(), level[i], step));
+  }
+  ++updates_done_;
+}
+
+}  // namespace sparsetrain

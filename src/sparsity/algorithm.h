@@ -1,0 +1,112 @@
+#pragma once
+// Sparsity algorithms, after the Cerebras sparsity API: an algorithm only decides masks.
+// Storage (Parameter), optimizer masking (Optimizer) and kernels are other layers' business.
+//
+//   SparsityAlgorithm         selects parameters (apply), gives them initial masks, and may
+//                             change them after optimizer steps (update).
+//   DynamicSparsityAlgorithm  updates masks on the steps of an UpdateSchedule through one
+//                             function, update_mask(param, mask, sparsity, step) -> mask.
+//
+// Per-parameter level: the sparsity schedule gives the overall level at a step; the
+// distribution (uniform, ER, ERK) and per-parameter overrides turn it into each parameter's
+// level; kept counts are exact: kept_units(level, units) of the format's units.
+//
+// Determinism: every random choice is drawn from Philox keyed by (seed, parameter name,
+// stream), so a parameter's masks depend only on its name, the seed and the step.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats/format_spec.h"
+#include "formats/mask.h"
+#include "nn/module.h"
+#include "sparsity/distribution.h"
+#include "sparsity/param_filter.h"
+#include "sparsity/schedule.h"
+
+namespace sparsetrain {
+
+class Optimizer;
+
+enum class InitMethod { Random, TopK, FromZeros, Checkerboard };
+InitMethod parse_init_method(const std::string& text, const std::string& source);
+const char* init_method_name(InitMethod m);
+
+struct SparsityOptions {
+  ParamFilter filter = ParamFilter::default_filter();
+  InitMethod init_method = InitMethod::Random;
+  uint64_t seed = 0;
+  Distribution distribution = Distribution::Uniform;
+  std::map<std::string, double> overrides;  // parameter name -> fixed level
+  // Format of compressed parameters; none keeps them masked-dense. Non-matrix parameters and
+  // shapes the format cannot hold (N:M needs the inputs to be a multiple of M) stay masked-dense.
+  std::optional<FormatSpec> format;
+};
+
+class SparsityAlgorithm {
+ public:
+  SparsityAlgorithm(LevelSchedule sparsity, SparsityOptions options);
+  virtual ~SparsityAlgorithm() = default;
+
+  virtual std::string name() const = 0;  // "static", "gmp", "set", "rigl", or a user's name
+
+  // Claims every parameter that passes the filter and is neither requires_dense nor already
+  // sparse, gives it its initial mask and storage. Returns how many parameters were claimed.
+  virtual int apply(Module& model);
+  // Claims exactly these parameters (what Group does after matching).
+  void claim(const std::vector<Module::Entry>& entries);
+  // Runs update(step) after every optimizer step.
+  void apply(Optimizer& optimizer);
+
+  // Before the forward pass of step `step`: says which parameters need their dense gradient
+  // computed (Parameter::wants_dense_grad). Only RigL asks, and only on its update steps.
+  virtual void prepare_step(int64_t /*step*/) {}
+  // After optimizer step `step` (1 for the first): changes masks when the algorithm says so.
+  virtual void update(int64_t step) = 0;
+
+  const std::vector<Parameter*>& parameters() const { return params_; }
+  const SparsityOptions& options() const { return options_; }
+  const LevelSchedule& sparsity_schedule() const { return sparsity_; }
+  // Each claimed parameter's level at `step`, in parameters() order.
+  std::vector<double> levels(int64_t step) const;
+  // The level every parameter starts at (step 0); dynamic algorithms that start later keep
+  // their parameters dense (all-ones masks) until their first update.
+  virtual bool starts_dense() const { return false; }
+
+  // Masks never change on a step with a non-finite gradient in a claimed parameter.
+  bool grads_finite() const;
+
+ protected:
+  // Units (elements or blocks) of a parameter's mask and the format deciding them.
+  FormatSpec unit_format(const Parameter& p) const;
+  int64_t units(const Parameter& p) const;
+
+  LevelSchedule sparsity_;
+  SparsityOptions options_;
+  std::vector<Parameter*> params_;
+  int64_t updates_done_ = 0;  // mask updates made so far (a cycling schedule's index)
+
+ private:
+  Mask initial_mask(Parameter& p, double level) const;
+  std::optional<FormatSpec> storage_format(const Parameter& p) const;
+};
+
+class DynamicSparsityAlgorithm : public SparsityAlgorithm {
+ public:
+  DynamicSparsityAlgorithm(LevelSchedule sparsity, UpdateSchedule schedule, SparsityOptions options);
+
+  // The new mask of one parameter at an update step, given its current mask and its level.
+  virtual Mask update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) = 0;
+
+  void update(int64_t step) override;
+  bool starts_dense() const override { return schedule_.first() > 0; }
+  const UpdateSchedule& update_schedule() const { return schedule_; }
+  int64_t updates_done() const { return updates_done_; }
+
+ protected:
+  UpdateSchedule schedule_;
+};
+
+}  // namespace sparsetrain

@@ -1,0 +1,89 @@
+#include "sparsity/algorithms.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/philox.h"
+#include "sparsity/mask_select.h"
+
+namespace sparsetrain {
+
+namespace {
+
+Matrix magnitudes(const Parameter& p) {
+  Matrix w = p.to_dense();
+  for (int64_t i = 0; i < w.size(); ++i) w.data()[i] = std::fabs(w.data()[i]);
+  return w;
+}
+
+// Kept units of a mask: elements, or blocks (a kept block keeps its top-left element, which is
+// always inside the matrix).
+int64_t kept_in(const Mask& mask, const FormatSpec& f) {
+  if (f.kind == FormatKind::NM || f.block == 1) return mask.nnz();
+  int64_t kept = 0;
+  for (int64_t r = 0; r < mask.rows(); r += f.block)
+    for (int64_t c = 0; c < mask.cols(); c += f.block) kept += mask.at(r, c);
+  return kept;
+}
+
+}  // namespace
+
+Static::Static(double sparsity, SparsityOptions options)
+    : SparsityAlgorithm(LevelSchedule::constant(sparsity), std::move(options)) {
+  if (!(sparsity >= 0.0 && sparsity < 1.0)) fail("static: sparsity must be in [0, 1), got {}", sparsity);
+}
+
+GMP::GMP(LevelSchedule sparsity, UpdateSchedule schedule, SparsityOptions options)
+    : DynamicSparsityAlgorithm(std::move(sparsity), std::move(schedule), std::move(options)) {
+  if (sparsity_.is_constant())
+    fail("gmp: sparsity is the constant {}, so nothing would ever be pruned; give a schedule (e.g. polynomial)",
+         sparsity_.at(0));
+}
+
+Mask GMP::update_mask(Parameter& p, const Mask& /*mask*/, double sparsity, int64_t /*step*/) {
+  return topk_mask(magnitudes(p), unit_format(p), kept_units(sparsity, units(p)));
+}
+
+DropAndGrow::DropAndGrow(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction,
+                         SparsityOptions options)
+    : DynamicSparsityAlgorithm(std::move(sparsity), std::move(schedule), std::move(options)),
+      drop_fraction_(std::move(drop_fraction)) {}
+
+Mask DropAndGrow::update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) {
+  const FormatSpec f = unit_format(p);
+  const int64_t target = kept_units(sparsity, units(p));
+  const int64_t keep = std::min(kept_units(drop_fraction_.at(step, updates_done_), kept_in(mask, f)), target);
+  const Mask dropped = drop_minimum(magnitudes(p), mask, f, keep);
+  return grow_maximum(grow_scores(p, step), dropped, f, target);
+}
+
+SET::SET(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction, SparsityOptions options)
+    : DropAndGrow(std::move(sparsity), std::move(schedule), std::move(drop_fraction), std::move(options)) {}
+
+Matrix SET::grow_scores(Parameter& p, int64_t /*step*/) const {
+  // Stream 0 drew the initial mask; update k draws from stream k + 1.
+  const Philox rng(options_.seed, p.name(), static_cast<uint64_t>(updates_done_) + 1);
+  Matrix score(p.rows(), p.cols());
+  for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = rng.uniform(static_cast<uint64_t>(i));
+  return score;
+}
+
+RigL::RigL(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction, SparsityOptions options)
+    : DropAndGrow(std::move(sparsity), std::move(schedule), std::move(drop_fraction), std::move(options)) {}
+
+void RigL::prepare_step(int64_t step) {
+  const bool wanted = schedule_.fires(step);
+  for (Parameter* p : params_) p->wants_dense_grad = wanted;
+}
+
+Matrix RigL::grow_scores(Parameter& p, int64_t step) const {
+  if (p.dense_grad.rows() != p.rows() || p.dense_grad.cols() != p.cols())
+    fail("rigl: step {} updates '{}' but its dense gradient was not computed (is [{} x {}], expected [{} x {}])", step,
+         p.name(), p.dense_grad.rows(), p.dense_grad.cols(), p.rows(), p.cols());
+  Matrix score(p.rows(), p.cols());
+  for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = std::fabs(p.dense_grad.data()[i]);
+  p.dense_grad = Matrix();  // used once: a later update without a fresh gradient is an error
+  return score;
+}
+
+}  // namespace sparsetrain

@@ -1,0 +1,69 @@
+#pragma once
+// The built-in algorithms (Cerebras semantics; see docs/sparsity.md):
+//
+//   Static  masks fixed at apply() by the init method.
+//   GMP     gradual magnitude pruning: at each update, the top-k |w| at the scheduled level.
+//   SET     drop the lowest-|w| fraction of the kept weights, regrow at random to the level.
+//   RigL    drop the lowest-|w| fraction, regrow where the dense gradient is largest.
+//
+// SET and RigL drop `drop_fraction` (a schedule) of the kept units: they keep
+// int((1 - drop_fraction) * kept), and never more than the level allows, so a parameter that
+// starts dense is pruned to its level at the first update. Regrown connections start at zero
+// with zero optimizer state; one dropped and regrown in the same update keeps its value.
+#include "sparsity/algorithm.h"
+
+namespace sparsetrain {
+
+class Static final : public SparsityAlgorithm {
+ public:
+  explicit Static(double sparsity, SparsityOptions options = {});
+  std::string name() const override { return "static"; }
+  void update(int64_t) override {}
+};
+
+class GMP final : public DynamicSparsityAlgorithm {
+ public:
+  // The schedule must change the level: a constant one would never prune.
+  GMP(LevelSchedule sparsity, UpdateSchedule schedule, SparsityOptions options = {});
+  std::string name() const override { return "gmp"; }
+  Mask update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) override;
+};
+
+// The drop half shared by SET and RigL.
+class DropAndGrow : public DynamicSparsityAlgorithm {
+ public:
+  DropAndGrow(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction, SparsityOptions options);
+  Mask update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) override;
+  const LevelSchedule& drop_fraction() const { return drop_fraction_; }
+
+ protected:
+  // Scores for regrowth (higher grows first) over the whole [rows x cols] parameter.
+  virtual Matrix grow_scores(Parameter& p, int64_t step) const = 0;
+
+ private:
+  LevelSchedule drop_fraction_;
+};
+
+class SET final : public DropAndGrow {
+ public:
+  SET(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction = LevelSchedule::constant(0.3),
+      SparsityOptions options = {});
+  std::string name() const override { return "set"; }
+
+ protected:
+  Matrix grow_scores(Parameter& p, int64_t step) const override;
+};
+
+class RigL final : public DropAndGrow {
+ public:
+  RigL(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction = LevelSchedule::constant(0.3),
+       SparsityOptions options = {});
+  std::string name() const override { return "rigl"; }
+  // Asks for the dense gradient on update steps only.
+  void prepare_step(int64_t step) override;
+
+ protected:
+  Matrix grow_scores(Parameter& p, int64_t step) const override;
+};
+
+}  // namespace sparsetrain

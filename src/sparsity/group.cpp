@@ -1,0 +1,38 @@
+#include "sparsity/group.h"
+
+#include "core/error.h"
+
+namespace sparsetrain {
+
+Group::Group() : SparsityAlgorithm(LevelSchedule::constant(0.0), {}) {}
+
+void Group::add(std::unique_ptr<SparsityAlgorithm> member) {
+  if (dynamic_cast<Group*>(member.get())) fail("group: a group cannot contain another group");
+  if (!params_.empty()) fail("group: members must be added before apply()");
+  members_.push_back(std::move(member));
+}
+
+int Group::apply(Module& model) {
+  std::vector<std::vector<Module::Entry>> chosen(members_.size());
+  for (const Module::Entry& e : model.named_parameters()) {
+    if (e.requires_dense || e.param->is_sparse()) continue;
+    for (std::size_t i = 0; i < members_.size(); ++i)
+      if (members_[i]->options().filter.matches(e)) {
+        chosen[i].push_back(e);
+        params_.push_back(e.param);
+        break;
+      }
+  }
+  for (std::size_t i = 0; i < members_.size(); ++i) members_[i]->claim(chosen[i]);
+  return static_cast<int>(params_.size());
+}
+
+void Group::prepare_step(int64_t step) {
+  for (auto& m : members_) m->prepare_step(step);
+}
+
+void Group::update(int64_t step) {
+  for (auto& m : members_) m->update(step);
+}
+
+}  // namespace sparsetrain

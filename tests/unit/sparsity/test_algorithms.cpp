@@ -1,0 +1,276 @@
+// Static, GMP, SET, RigL and Group on small models: exact counts, hand-worked mask evolution,
+// determinism by name and seed, optimizer state at prune and regrow, skipped updates.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "error_of.h"
+#include "optim/sgd.h"
+#include "sparsity/algorithms.h"
+#include "sparsity/group.h"
+#include "sparsity/mask_select.h"
+
+namespace sparsetrain {
+namespace {
+
+struct Linear : Module {
+  Linear(int64_t in, int64_t out, const char* type = "Linear") : Module(type) {
+    weight = &register_parameter("weight", {out, in});
+    bias = &register_parameter("bias", {out});
+  }
+  Parameter* weight;
+  Parameter* bias;
+};
+
+// A GPT-2-shaped toy: names that do not say "embedding" or "norm" for wte / ln_1.
+struct Toy : Module {
+  Toy() : Module("Toy") {
+    wte = &register_module("wte", std::make_unique<Linear>(6, 10, "Embedding"));
+    ln_1 = &register_module("ln_1", std::make_unique<Linear>(6, 6, "LayerNorm"));
+    c_fc = &register_module("c_fc", std::make_unique<Linear>(12, 16));
+    c_proj = &register_module("c_proj", std::make_unique<Linear>(16, 12));
+    lm_head = &register_module("lm_head", std::make_unique<Linear>(12, 10));
+    int i = 0;
+    for (Parameter* p : parameters())
+      for (float& v : p->values()) v = std::sin(static_cast<float>(++i)) * 2.0f;  // distinct, nonzero
+  }
+  Linear *wte, *ln_1, *c_fc, *c_proj, *lm_head;
+};
+
+using testing::error_of;
+
+TEST(Algorithms, DefaultFilterTakesMatricesOfLinearModulesOnly) {
+  Toy toy;
+  Static s(0.5);
+  EXPECT_EQ(s.apply(toy), 2);
+  EXPECT_EQ(s.parameters()[0]->name(), "c_fc.weight");
+  EXPECT_EQ(s.parameters()[1]->name(), "c_proj.weight");
+  EXPECT_FALSE(toy.wte->weight->is_sparse());
+  EXPECT_FALSE(toy.ln_1->weight->is_sparse());
+  EXPECT_FALSE(toy.lm_head->weight->is_sparse());
+  EXPECT_FALSE(toy.c_fc->bias->is_sparse());
+}
+
+TEST(Algorithms, StaticKeepsExactCountsAndDependsOnlyOnNameAndSeed) {
+  auto masks = [](uint64_t seed, bool extra_module) {
+    Toy toy;
+    if (extra_module) toy.c_proj->requires_dense = true;  // a different set of sparse parameters
+    SparsityOptions o;
+    o.seed = seed;
+    Static s(0.7, o);
+    s.apply(toy);
+    EXPECT_EQ(toy.c_fc->weight->kept(), kept_units(0.7, 16 * 12));
+    return toy.c_fc->weight->mask();
+  };
+  const Mask a = masks(1, false);
+  EXPECT_TRUE(a == masks(1, true)) << "a parameter's mask must not depend on the other parameters";
+  EXPECT_FALSE(a == masks(2, false)) << "the seed must change the mask";
+}
+
+TEST(Algorithms, StaticTopkKeepsTheLargestMagnitudes) {
+  Toy toy;
+  const Matrix w = toy.c_fc->weight->to_dense();
+  SparsityOptions o;
+  o.init_method = InitMethod::TopK;
+  o.filter = ParamFilter::globs({"c_fc.weight"});
+  Static s(0.75, o);
+  s.apply(toy);
+  const Mask m = toy.c_fc->weight->mask();
+  float smallest_kept = INFINITY, largest_pruned = 0.0f;
+  for (int64_t r = 0; r < w.rows(); ++r)
+    for (int64_t c = 0; c < w.cols(); ++c)
+      (m.at(r, c) ? smallest_kept = std::min(smallest_kept, std::fabs(w.at(r, c)))
+                  : largest_pruned = std::max(largest_pruned, std::fabs(w.at(r, c))));
+  EXPECT_EQ(m.nnz(), 48);
+  EXPECT_GT(smallest_kept, largest_pruned);
+}
+
+TEST(Algorithms, CompressedFormatsKeepWholeBlocksAndExactBlockCounts) {
+  Toy toy;
+  SparsityOptions o;
+  o.format = FormatSpec::bcsr(4);
+  Static s(0.5, o);
+  s.apply(toy);
+  EXPECT_EQ(toy.c_fc->weight->storage(), Storage::Compressed);
+  EXPECT_EQ(toy.c_fc->weight->compressed().format().name(), "bcsr4");
+  // 16 x 12 in 4 x 4 blocks: 12 blocks, half kept.
+  EXPECT_EQ(toy.c_fc->weight->kept(), 6 * 16);
+}
+
+TEST(Algorithms, GmpPrunesToTheScheduledLevelByMagnitude) {
+  Toy toy;
+  SparsityOptions o;
+  o.filter = ParamFilter::globs({"c_fc.weight"});
+  GMP gmp(LevelSchedule::polynomial(0.0, 0.8, 0, 40), UpdateSchedule::every(10), o);
+  gmp.apply(toy);
+  Parameter& p = *toy.c_fc->weight;
+  EXPECT_EQ(p.kept(), 192);  // level 0 at step 0
+  for (int64_t step = 1; step <= 50; ++step) {
+    gmp.update(step);
+    const double level = LevelSchedule::polynomial(0.0, 0.8, 0, 40).at(step - step % 10);
+    EXPECT_EQ(p.kept(), kept_units(level, 192)) << step;
+  }
+  EXPECT_EQ(gmp.updates_done(), 5);
+  EXPECT_EQ(error_of([] { GMP(LevelSchedule::constant(0.5), UpdateSchedule::every(10)); }),
+            "gmp: sparsity is the constant 0.5, so nothing would ever be pruned; give a schedule (e.g. polynomial)");
+}
+
+// One 2 x 4 weight at 50%: kept values 5, 1 | 4, 2 at (0,0) (0,1) (1,0) (1,1).
+struct Tiny : Module {
+  Tiny() : Module("Tiny") {
+    w = &register_parameter("weight", {2, 4});
+    const float values[] = {5, 1, 0.5f, 0.25f, 4, 2, 0.75f, 0.125f};
+    std::copy(std::begin(values), std::end(values), w->values().begin());
+  }
+  Parameter* w;
+};
+
+SparsityOptions topk_csr() {
+  SparsityOptions o;
+  o.init_method = InitMethod::TopK;
+  o.format = FormatSpec::csr();
+  return o;
+}
+
+TEST(Algorithms, RiglDropsTheSmallestAndGrowsWhereTheDenseGradientIsLargest) {
+  Tiny tiny;
+  RigL rigl(LevelSchedule::constant(0.5), UpdateSchedule::every(100), LevelSchedule::constant(0.5), topk_csr());
+  rigl.apply(tiny);
+  Parameter& p = *tiny.w;
+  ASSERT_EQ(p.to_dense().at(0, 0), 5.0f);
+  // Optimizer state mirrors |value| + 10 so survivors can be told apart from regrown entries.
+  AlignedBuffer<float>& m = p.state("momentum");
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] = std::fabs(p.values()[i]) + 10.0f;
+
+  rigl.prepare_step(99);
+  EXPECT_FALSE(p.wants_dense_grad) << "dense gradients only on update steps";
+  rigl.prepare_step(100);
+  ASSERT_TRUE(p.wants_dense_grad);
+  // Drop keeps int(0.5 * 4) = 2 largest (5 and 4); grow 2 by |grad|: (1,3) and (0,1), the
+  // latter just dropped, so it keeps its value 1.
+  p.dense_grad = Matrix(2, 4, 0.01f);
+  p.dense_grad.at(1, 3) = -9.0f;
+  p.dense_grad.at(0, 1) = 3.0f;
+  p.dense_grad.at(1, 1) = 0.5f;
+  rigl.update(100);
+  const Matrix w = p.to_dense();
+  const Mask mask = p.mask();
+  EXPECT_TRUE(mask.at(0, 0) && mask.at(0, 1) && mask.at(1, 0) && mask.at(1, 3));
+  EXPECT_EQ(mask.nnz(), 4);
+  EXPECT_EQ(w.at(0, 1), 1.0f) << "dropped and regrown in one update keeps its value";
+  EXPECT_EQ(w.at(1, 3), 0.0f) << "a new connection starts at zero";
+  EXPECT_EQ(w.at(1, 1), 0.0f);
+  // State: survivors keep theirs, the new connection starts at zero.
+  std::vector<float> state_of_kept;
+  for (std::size_t i = 0; i < p.values().size(); ++i) state_of_kept.push_back(p.state("momentum")[i]);
+  EXPECT_EQ(state_of_kept, (std::vector<float>{15.0f, 11.0f, 14.0f, 0.0f}));
+  // The gradient was used once; an update without a fresh one is an error.
+  EXPECT_NE(error_of([&] { rigl.update(200); }).find("dense gradient was not computed"), std::string::npos);
+}
+
+TEST(Algorithms, MaskUpdatesAreSkippedOnNonFiniteGradients) {
+  Tiny tiny;
+  SET set(LevelSchedule::constant(0.5), UpdateSchedule::every(1), LevelSchedule::constant(0.5), topk_csr());
+  set.apply(tiny);
+  const Mask before = tiny.w->mask();
+  tiny.w->grad()[0] = NAN;
+  set.update(1);
+  EXPECT_TRUE(tiny.w->mask() == before);
+  EXPECT_EQ(set.updates_done(), 0);
+  tiny.w->grad()[0] = 0.0f;
+  set.update(2);
+  EXPECT_EQ(set.updates_done(), 1);
+}
+
+TEST(Algorithms, SetKeepsTheLargestAndRegrowsRandomlyToTheExactCount) {
+  Toy toy;
+  SparsityOptions o;
+  o.seed = 5;
+  SET set(LevelSchedule::constant(0.9), UpdateSchedule::every(10), LevelSchedule::constant(0.3), o);
+  set.apply(toy);
+  Parameter& p = *toy.c_fc->weight;
+  const int64_t target = kept_units(0.9, 192);
+  ASSERT_EQ(p.kept(), target);
+  const Matrix before = p.to_dense();
+  const Mask mask_before = p.mask();
+  set.update(10);
+  const Mask after = p.mask();
+  EXPECT_EQ(after.nnz(), target);
+  // The kept(1 - 0.3) largest survive; with 19 kept, int(0.7 * 19) = 13.
+  std::vector<float> kept_magnitudes;
+  for (int64_t i = 0; i < 192; ++i)
+    if (mask_before.data()[i]) kept_magnitudes.push_back(std::fabs(before.data()[i]));
+  std::sort(kept_magnitudes.rbegin(), kept_magnitudes.rend());
+  int64_t survivors_of_top = 0;
+  for (int64_t i = 0; i < 192; ++i)
+    if (mask_before.data()[i] && std::fabs(before.data()[i]) >= kept_magnitudes[12])
+      survivors_of_top += after.data()[i];
+  EXPECT_EQ(survivors_of_top, 13);
+  EXPECT_FALSE(after == mask_before);
+}
+
+TEST(Algorithms, StartingLaterKeepsParametersDenseThenPrunesToTheLevel) {
+  Toy toy;
+  SET set(LevelSchedule::constant(0.8), UpdateSchedule::every(100, 300), LevelSchedule::constant(0.3));
+  set.apply(toy);
+  EXPECT_EQ(toy.c_fc->weight->kept(), 192);
+  set.update(200);
+  EXPECT_EQ(toy.c_fc->weight->kept(), 192);
+  set.update(300);
+  EXPECT_EQ(toy.c_fc->weight->kept(), kept_units(0.8, 192));
+}
+
+TEST(Algorithms, GroupGivesEachParameterToTheFirstMatchingMember) {
+  Toy toy;
+  Group group;
+  SparsityOptions first;
+  first.filter = ParamFilter::globs({"c_*.weight"});
+  SparsityOptions second;
+  second.filter = ParamFilter::globs({"*.weight"});
+  group.add(std::make_unique<Static>(0.5, first));
+  group.add(std::make_unique<SET>(LevelSchedule::constant(0.25), UpdateSchedule::every(10),
+                                  LevelSchedule::constant(0.3), second));
+  EXPECT_EQ(group.apply(toy), 5);
+  EXPECT_EQ(group.members()[0]->parameters().size(), 2u);  // c_fc, c_proj
+  EXPECT_EQ(group.members()[1]->parameters().size(), 3u);  // wte, ln_1, lm_head
+  EXPECT_EQ(toy.c_fc->weight->kept(), 96);
+  EXPECT_EQ(toy.wte->weight->kept(), kept_units(0.25, 60));
+  EXPECT_EQ(error_of([&] { group.add(std::make_unique<Group>()); }), "group: a group cannot contain another group");
+}
+
+TEST(Algorithms, ErDistributionGivesSmallerLayersHigherDensity) {
+  Toy toy;
+  SparsityOptions o;
+  o.distribution = Distribution::ER;
+  o.filter = ParamFilter::globs({"c_fc.weight", "lm_head.weight"});
+  Static s(0.9, o);
+  s.apply(toy);
+  EXPECT_GT(toy.lm_head->weight->kept() * 192, toy.c_fc->weight->kept() * 120);
+}
+
+TEST(Algorithms, AppliedToAnOptimizerTheyUpdateAfterTheScheduledSteps) {
+  Toy toy;
+  SparsityOptions o;
+  o.format = FormatSpec::csr();
+  SET set(LevelSchedule::constant(0.8), UpdateSchedule::every(2, 0, 5), LevelSchedule::constant(0.5), o);
+  set.apply(toy);
+  Sgd sgd(toy.parameters(), 0.1, SgdOptions{.momentum = 0.9});
+  set.apply(sgd);
+  std::vector<Mask> masks;
+  for (int step = 1; step <= 6; ++step) {
+    for (Parameter* p : toy.parameters())
+      for (float& g : p->grad()) g = 0.5f;
+    sgd.step();
+    masks.push_back(toy.c_fc->weight->mask());
+    EXPECT_EQ(toy.c_fc->weight->kept(), kept_units(0.8, 192));
+  }
+  // Updates after steps 2 and 4 (stop 5 is exclusive), none after 1, 3, 5, 6.
+  EXPECT_EQ(set.updates_done(), 2);
+  EXPECT_FALSE(masks[1] == masks[0]);
+  EXPECT_TRUE(masks[2] == masks[1]);
+  EXPECT_FALSE(masks[3] == masks[2]);
+  EXPECT_TRUE(masks[5] == masks[3]);
+}
+
+}  // namespace
+}  // namespace sparsetrain
