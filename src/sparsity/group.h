@@ -18,6 +18,7 @@ class Group final : public SparsityAlgorithm {
   void add(std::unique_ptr<SparsityAlgorithm> member);
   const std::vector<std::unique_ptr<SparsityAlgorithm>>& members() const { return members_; }
 
+  using SparsityAlgorithm::apply;
   int apply(Module& model) override;
   void prepare_step(int64_t step) override;
   void update(int64_t step) override;

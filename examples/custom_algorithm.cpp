@@ -1,0 +1,62 @@
+// A user-defined algorithm: random pruning, a common baseline in the sparse-training
+// literature. A DynamicSparsityAlgorithm only decides masks; update_mask() receives the current
+// mask and the level the schedule asks for at this step, and returns the new mask. Storage,
+// optimizer state and kernels follow on their own.
+//
+//   build/examples/example_custom_algorithm
+#include <cstdio>
+
+#include "core/philox.h"
+#include "optim/sgd.h"
+#include "sparsity/algorithm.h"
+#include "sparsity/mask_select.h"
+
+using namespace sparsetrain;
+
+// Prunes uniformly at random among the kept weights down to the scheduled level; never regrows.
+class RandomPrune final : public DynamicSparsityAlgorithm {
+ public:
+  using DynamicSparsityAlgorithm::DynamicSparsityAlgorithm;
+  std::string name() const override { return "random_prune"; }
+
+  Mask update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) override {
+    // Scores keyed by (seed, parameter name, step): the same run always prunes the same weights.
+    const Philox rng(options().seed, p.name(), static_cast<uint64_t>(step));
+    Matrix score(p.rows(), p.cols());
+    for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = rng.uniform(static_cast<uint64_t>(i));
+    return drop_minimum(score, mask, unit_format(p), kept_units(sparsity, units(p)));
+  }
+};
+
+struct Mlp : Module {
+  Mlp() : Module("Mlp") {
+    fc1 = &register_parameter("fc1", {256, 784});
+    fc2 = &register_parameter("fc2", {10, 256});
+  }
+  Parameter *fc1, *fc2;
+};
+
+int main() {
+  Mlp model;
+  for (Parameter* p : model.parameters())
+    for (float& v : p->values()) v = 0.01f;
+  Sgd optimizer(model.parameters(), 0.1);
+
+  // From dense to 90% along Zhu & Gupta's cubic ramp, pruning every 10 steps until step 100.
+  SparsityOptions options;
+  options.format = FormatSpec::bcsr(4);
+  RandomPrune prune(LevelSchedule::polynomial(0.0, 0.9, 0, 100), UpdateSchedule::every(10, 0, 101), options);
+  prune.apply(model);
+  prune.apply(optimizer);
+
+  for (int64_t step = 1; step <= 100; ++step) {
+    optimizer.step();
+    if (step % 20 == 0)
+      std::printf("step %3lld  fc1 sparsity %.3f  fc2 sparsity %.3f\n", static_cast<long long>(step),
+                  model.fc1->sparsity(), model.fc2->sparsity());
+  }
+  // The ramp ends at 90%: exact block counts (4 x 4 blocks, edge blocks included).
+  const bool reached = model.fc1->kept() == kept_units(0.9, mask_units(FormatSpec::bcsr(4), 256, 784)) * 16;
+  std::printf("fc1 at 90%%: %s\n", reached ? "yes" : "no");
+  return reached ? 0 : 1;
+}
