@@ -1,15 +1,18 @@
 // A user-defined algorithm: random pruning, a common baseline in the sparse-training
 // literature. A DynamicSparsityAlgorithm only decides masks; update_mask() receives the current
 // mask and the level the schedule asks for at this step, and returns the new mask. Storage,
-// optimizer state and kernels follow on their own.
+// optimizer state and kernels follow on their own. Registered by name, it is selectable from a
+// YAML config like the built-in algorithms.
 //
 //   build/examples/example_custom_algorithm
 #include <cstdio>
 
+#include "config/sparsity_config.h"
 #include "core/philox.h"
 #include "optim/sgd.h"
 #include "sparsity/algorithm.h"
 #include "sparsity/mask_select.h"
+#include "sparsity/registry.h"
 
 using namespace sparsetrain;
 
@@ -36,18 +39,32 @@ struct Mlp : Module {
   Parameter *fc1, *fc2;
 };
 
+// The config a user would write: the algorithm by its registered name, pruning from dense to
+// 90% along Zhu & Gupta's cubic ramp every 10 steps until step 100, in 4 x 4 blocks.
+constexpr const char* kConfig = R"(
+sparsity:
+  algorithm: random_prune
+  sparsity: {type: polynomial, init: 0.0, final: 0.9, begin: 0, end: 100}
+  update: {freq: 10, stop: 101}
+  format: bcsr4
+)";
+
 int main() {
+  register_algorithm(
+      "random_prune",
+      [](const AlgorithmSpec& spec) {
+        return std::make_unique<RandomPrune>(spec.sparsity, *spec.update, spec.options);
+      },
+      AlgorithmKeys{.update = KeyRule::Required, .level = LevelRule::Changing, .extra = {}});
+
   Mlp model;
   for (Parameter* p : model.parameters())
     for (float& v : p->values()) v = 0.01f;
   Sgd optimizer(model.parameters(), 0.1);
 
-  // From dense to 90% along Zhu & Gupta's cubic ramp, pruning every 10 steps until step 100.
-  SparsityOptions options;
-  options.format = FormatSpec::bcsr(4);
-  RandomPrune prune(LevelSchedule::polynomial(0.0, 0.9, 0, 100), UpdateSchedule::every(10, 0, 101), options);
-  prune.apply(model);
-  prune.apply(optimizer);
+  const std::unique_ptr<SparsityAlgorithm> prune = load_sparsity_yaml(kConfig, "custom_algorithm.yaml").build();
+  prune->apply(model);
+  prune->apply(optimizer);
 
   for (int64_t step = 1; step <= 100; ++step) {
     optimizer.step();
@@ -57,6 +74,6 @@ int main() {
   }
   // The ramp ends at 90%: exact block counts (4 x 4 blocks, edge blocks included).
   const bool reached = model.fc1->kept() == kept_units(0.9, mask_units(FormatSpec::bcsr(4), 256, 784)) * 16;
-  std::printf("fc1 at 90%%: %s\n", reached ? "yes" : "no");
+  std::printf("%s: fc1 at 90%%: %s\n", prune->name().c_str(), reached ? "yes" : "no");
   return reached ? 0 : 1;
 }

@@ -8,6 +8,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev   # oneDNN: dense GEMM baseline; its CMake config needs OpenCL
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libpcre2-dev                     # regex parameter filters
+  libyaml-cpp-dev                  # YAML sparsity configs
   libgtest-dev libbenchmark-dev
 )
 

@@ -6,9 +6,20 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "optim/optimizer.h"
+#include "sparsity/balanced.h"
 #include "sparsity/mask_select.h"
 
 namespace sparsetrain {
+
+namespace {
+
+// The sideband kept count: units - round(s * units), ties to even (Python's round()).
+int64_t kept_units_half_even(double level, int64_t units) {
+  if (!(level >= 0.0 && level <= 1.0)) fail("kept_units: sparsity must be in [0, 1], got {}", level);
+  return units - static_cast<int64_t>(std::nearbyint(level * static_cast<double>(units)));
+}
+
+}  // namespace
 
 InitMethod parse_init_method(const std::string& text, const std::string& source) {
   for (InitMethod m : {InitMethod::Random, InitMethod::TopK, InitMethod::FromZeros, InitMethod::Checkerboard})
@@ -27,7 +38,13 @@ const char* init_method_name(InitMethod m) {
 }
 
 SparsityAlgorithm::SparsityAlgorithm(LevelSchedule sparsity, SparsityOptions options)
-    : sparsity_(std::move(sparsity)), options_(std::move(options)) {}
+    : sparsity_(std::move(sparsity)), options_(std::move(options)) {
+  const auto& out = options_.balance_out_groups;
+  const auto& in = options_.balance_in_groups;
+  if (out && in) fail("sparsity options: balance_out_groups ({}) and balance_in_groups ({}) are exclusive", *out, *in);
+  if (out && *out <= 0) fail("sparsity options: balance_out_groups must be > 0, got {}", *out);
+  if (in && *in <= 0) fail("sparsity options: balance_in_groups must be > 0, got {}", *in);
+}
 
 std::optional<FormatSpec> SparsityAlgorithm::storage_format(const Parameter& p) const {
   const auto& f = options_.format;
@@ -50,7 +67,7 @@ std::vector<double> SparsityAlgorithm::levels(int64_t step) const {
 
 Mask SparsityAlgorithm::initial_mask(Parameter& p, double level) const {
   const FormatSpec f = unit_format(p);
-  const int64_t keep = kept_units(level, units(p));
+  const int64_t keep = kept_count(level, units(p));
   Matrix score(p.rows(), p.cols());
   switch (options_.init_method) {
     case InitMethod::Random: {
@@ -78,7 +95,25 @@ Mask SparsityAlgorithm::initial_mask(Parameter& p, double level) const {
       break;
     }
   }
+  if (const std::optional<Balance> b = balance(p))
+    return select_per_stripe(*b, p.rows(), p.cols(), nullptr, [&](const Stripe& s, const Mask*) {
+      return topk_mask(s.of(score), f, kept_count(level, mask_units(f, s.rows, s.cols)));
+    });
   return topk_mask(score, f, keep);
+}
+
+int64_t SparsityAlgorithm::kept_count(double level, int64_t units) const {
+  return options_.round_half_even ? kept_units_half_even(level, units) : kept_units(level, units);
+}
+
+std::optional<Balance> SparsityAlgorithm::balance(const Parameter& p) const {
+  const auto& out = options_.balance_out_groups;
+  const auto& in = options_.balance_in_groups;
+  if (!out && !in) return std::nullopt;
+  const FormatSpec f = unit_format(p);
+  if (f.kind == FormatKind::NM || f.block != 1)
+    fail("{}: balanced groups need element-wise masks, but '{}' is stored as {}", name(), p.name(), f.name());
+  return out ? Balance{StripeAxis::Rows, *out} : Balance{StripeAxis::Cols, *in};
 }
 
 int SparsityAlgorithm::apply(Module& model) {
@@ -108,7 +143,9 @@ void SparsityAlgorithm::claim(const std::vector<Module::Entry>& entries) {
 }
 
 void SparsityAlgorithm::apply(Optimizer& optimizer) {
-  optimizer.add_post_step_hook([this](int64_t step) { update(step); });
+  optimizer.add_post_step_hook([this](int64_t step) {
+    if (autoupdate) update(step);
+  });
 }
 
 bool SparsityAlgorithm::grads_finite() const {

@@ -22,6 +22,7 @@
 #include "formats/format_spec.h"
 #include "formats/mask.h"
 #include "nn/module.h"
+#include "sparsity/balanced.h"
 #include "sparsity/distribution.h"
 #include "sparsity/param_filter.h"
 #include "sparsity/schedule.h"
@@ -43,6 +44,16 @@ struct SparsityOptions {
   // Format of compressed parameters; none keeps them masked-dense. Non-matrix parameters and
   // shapes the format cannot hold (N:M needs the inputs to be a multiple of M) stay masked-dense.
   std::optional<FormatSpec> format;
+  // Balanced selection (Cerebras RigL's balance_out_groups / balance_in_groups, the sideband
+  // out_groups / in_groups): the rows (out) or columns (in) are cut into this many equal
+  // stripes and every stripe keeps the same count. At most one of the two; each must be > 0
+  // (the constructor throws otherwise).
+  std::optional<int> balance_out_groups;
+  std::optional<int> balance_in_groups;
+  // Kept count of the initial mask: false keeps int((1 - s) * units) (Cerebras 2.x, truncated);
+  // true keeps units - round(s * units) with ties to even (the 1.8-1.9 sideband form: 10 units
+  // at 0.25 keep 8, where 2.x keeps 7).
+  bool round_half_even = false;
 };
 
 class SparsityAlgorithm {
@@ -57,8 +68,10 @@ class SparsityAlgorithm {
   virtual int apply(Module& model);
   // Claims exactly these parameters (what Group does after matching).
   void claim(const std::vector<Module::Entry>& entries);
-  // Runs update(step) after every optimizer step.
+  // Runs update(step) after every optimizer step while autoupdate is on (Cerebras'
+  // `autoupdate`); with it off, the caller runs update(step) by hand.
   void apply(Optimizer& optimizer);
+  bool autoupdate = true;
 
   // Before the forward pass of step `step`: says which parameters need their dense gradient
   // computed (Parameter::wants_dense_grad). Only RigL asks, and only on its update steps.
@@ -82,6 +95,10 @@ class SparsityAlgorithm {
   // Units (elements or blocks) of a parameter's mask and the format deciding them.
   FormatSpec unit_format(const Parameter& p) const;
   int64_t units(const Parameter& p) const;
+  // Units kept at `level` out of `units`, rounded as the options say.
+  int64_t kept_count(double level, int64_t units) const;
+  // The stripes of balanced selection for this parameter, if the options ask for it.
+  std::optional<Balance> balance(const Parameter& p) const;
 
   LevelSchedule sparsity_;
   SparsityOptions options_;

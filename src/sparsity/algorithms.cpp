@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/philox.h"
+#include "sparsity/balanced.h"
 #include "sparsity/mask_select.h"
 
 namespace sparsetrain {
@@ -41,7 +42,7 @@ GMP::GMP(LevelSchedule sparsity, UpdateSchedule schedule, SparsityOptions option
 }
 
 Mask GMP::update_mask(Parameter& p, const Mask& /*mask*/, double sparsity, int64_t /*step*/) {
-  return topk_mask(magnitudes(p), unit_format(p), kept_units(sparsity, units(p)));
+  return topk_mask(magnitudes(p), unit_format(p), kept_count(sparsity, units(p)));
 }
 
 DropAndGrow::DropAndGrow(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction,
@@ -51,10 +52,16 @@ DropAndGrow::DropAndGrow(LevelSchedule sparsity, UpdateSchedule schedule, LevelS
 
 Mask DropAndGrow::update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) {
   const FormatSpec f = unit_format(p);
-  const int64_t target = kept_units(sparsity, units(p));
-  const int64_t keep = std::min(kept_units(drop_fraction_.at(step, updates_done_), kept_in(mask, f)), target);
-  const Mask dropped = drop_minimum(magnitudes(p), mask, f, keep);
-  return grow_maximum(grow_scores(p, step), dropped, f, target);
+  const double drop = drop_fraction_.at(step, updates_done_);
+  const Matrix magnitude = magnitudes(p), grow = grow_scores(p, step);
+  auto drop_and_grow = [&](const Stripe& s, const Mask* current) {
+    const int64_t target = kept_count(sparsity, mask_units(f, s.rows, s.cols));
+    const int64_t keep = std::min(kept_units(drop, kept_in(*current, f)), target);
+    return grow_maximum(s.of(grow), drop_minimum(s.of(magnitude), *current, f, keep), f, target);
+  };
+  if (const std::optional<Balance> b = balance(p))
+    return select_per_stripe(*b, p.rows(), p.cols(), &mask, drop_and_grow);
+  return drop_and_grow(Stripe{0, 0, p.rows(), p.cols()}, &mask);
 }
 
 SET::SET(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction, SparsityOptions options)

@@ -71,19 +71,33 @@ ParamFilter ParamFilter::default_filter() { return ParamFilter(); }
 ParamFilter ParamFilter::globs(const std::vector<std::string>& patterns) {
   std::vector<std::string> regexes;
   for (const std::string& g : patterns) regexes.push_back(glob_to_regex(g));
-  ParamFilter f = ParamFilter::regexes(regexes);
+  ParamFilter f = compile(regexes, /*anchored=*/true);
+  f.kind_ = "globs";
   f.patterns_ = patterns;
   return f;
 }
 
 ParamFilter ParamFilter::regexes(const std::vector<std::string>& patterns) {
+  ParamFilter f = compile(patterns, /*anchored=*/true);
+  f.kind_ = "regexes";
+  return f;
+}
+
+ParamFilter ParamFilter::regex_searches(const std::vector<std::string>& patterns) {
+  ParamFilter f = compile(patterns, /*anchored=*/false);
+  f.kind_ = "regex_searches";
+  return f;
+}
+
+ParamFilter ParamFilter::compile(const std::vector<std::string>& patterns, bool anchored) {
   if (patterns.empty()) fail("parameter filter: no patterns given");
   ParamFilter f;
   for (const std::string& p : patterns) {
     int code = 0;
     PCRE2_SIZE offset = 0;
-    pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.data()), p.size(),
-                                   PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_UTF, &code, &offset, nullptr);
+    pcre2_code* re =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.data()), p.size(),
+                      (anchored ? PCRE2_ANCHORED | PCRE2_ENDANCHORED : 0u) | PCRE2_UTF, &code, &offset, nullptr);
     if (!re) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(code, message, sizeof message);
@@ -113,7 +127,7 @@ bool ParamFilter::matches(const Module::Entry& entry) const {
 }
 
 std::string ParamFilter::describe() const {
-  return is_default() ? std::string("default") : fmt::format("{}", fmt::join(patterns_, ", "));
+  return is_default() ? std::string("default") : fmt::format("{}({})", kind_, fmt::join(patterns_, ", "));
 }
 
 }  // namespace sparsetrain

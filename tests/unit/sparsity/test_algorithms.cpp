@@ -9,18 +9,12 @@
 #include "sparsity/algorithms.h"
 #include "sparsity/group.h"
 #include "sparsity/mask_select.h"
+#include "toy_modules.h"
 
 namespace sparsetrain {
 namespace {
 
-struct Linear : Module {
-  Linear(int64_t in, int64_t out, const char* type = "Linear") : Module(type) {
-    weight = &register_parameter("weight", {out, in});
-    bias = &register_parameter("bias", {out});
-  }
-  Parameter* weight;
-  Parameter* bias;
-};
+using Linear = testing::ToyLinear;
 
 // A GPT-2-shaped toy: names that do not say "embedding" or "norm" for wte / ln_1.
 struct Toy : Module {
@@ -30,9 +24,7 @@ struct Toy : Module {
     c_fc = &register_module("c_fc", std::make_unique<Linear>(12, 16));
     c_proj = &register_module("c_proj", std::make_unique<Linear>(16, 12));
     lm_head = &register_module("lm_head", std::make_unique<Linear>(12, 10));
-    int i = 0;
-    for (Parameter* p : parameters())
-      for (float& v : p->values()) v = std::sin(static_cast<float>(++i)) * 2.0f;  // distinct, nonzero
+    testing::fill_distinct(*this);
   }
   Linear *wte, *ln_1, *c_fc, *c_proj, *lm_head;
 };
@@ -168,6 +160,42 @@ TEST(Algorithms, RiglDropsTheSmallestAndGrowsWhereTheDenseGradientIsLargest) {
   EXPECT_NE(error_of([&] { rigl.update(200); }).find("dense gradient was not computed"), std::string::npos);
 }
 
+TEST(Algorithms, BalancedRiglKeepsTheSameCountInEveryGroup) {
+  // 16 x 12 weight at 75%: 48 kept. Unbalanced, the dense gradient (largest in rows 0-3) would
+  // pull most growth into the first rows; with 4 output groups every 4-row stripe keeps 12,
+  // and with 3 input groups every 4-column stripe keeps 16.
+  for (bool by_rows : {true, false}) {
+    SCOPED_TRACE(by_rows ? "output groups" : "input groups");
+    Toy toy;
+    SparsityOptions o;
+    o.filter = ParamFilter::globs({"c_fc.weight"});
+    o.format = FormatSpec::csr();
+    (by_rows ? o.balance_out_groups : o.balance_in_groups) = by_rows ? 4 : 3;
+    RigL rigl(LevelSchedule::constant(0.75), UpdateSchedule::every(10), LevelSchedule::constant(0.5), o);
+    rigl.apply(toy);
+    Parameter& p = *toy.c_fc->weight;
+    rigl.prepare_step(10);
+    p.dense_grad = Matrix(16, 12);
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t c = 0; c < 12; ++c) p.dense_grad.at(r, c) = static_cast<float>((16 - r) * 100 + (12 - c));
+    rigl.update(10);
+    const Mask m = p.mask();
+    EXPECT_EQ(m.nnz(), 48);
+    for (int g = 0; g < (by_rows ? 4 : 3); ++g) {
+      int64_t kept = 0;
+      for (int64_t r = 0; r < 16; ++r)
+        for (int64_t c = 0; c < 12; ++c) kept += m.at(r, c) && (by_rows ? r / 4 : c / 4) == g;
+      EXPECT_EQ(kept, by_rows ? 12 : 16) << "group " << g;
+    }
+  }
+  Toy toy;
+  SparsityOptions o;
+  o.filter = ParamFilter::globs({"c_fc.weight"});
+  o.balance_out_groups = 5;
+  RigL rigl(LevelSchedule::constant(0.75), UpdateSchedule::every(10), LevelSchedule::constant(0.5), o);
+  EXPECT_EQ(error_of([&] { rigl.apply(toy); }), "balanced selection: 16 output rows do not split into 5 equal groups");
+}
+
 TEST(Algorithms, MaskUpdatesAreSkippedOnNonFiniteGradients) {
   Tiny tiny;
   SET set(LevelSchedule::constant(0.5), UpdateSchedule::every(1), LevelSchedule::constant(0.5), topk_csr());
@@ -270,6 +298,19 @@ TEST(Algorithms, AppliedToAnOptimizerTheyUpdateAfterTheScheduledSteps) {
   EXPECT_TRUE(masks[2] == masks[1]);
   EXPECT_FALSE(masks[3] == masks[2]);
   EXPECT_TRUE(masks[5] == masks[3]);
+}
+
+TEST(Algorithms, WithAutoupdateOffTheCallerUpdatesByHand) {
+  Toy toy;
+  SET set(LevelSchedule::constant(0.8), UpdateSchedule::every(1), LevelSchedule::constant(0.5));
+  set.apply(toy);
+  Sgd sgd(toy.parameters(), 0.1);
+  set.apply(sgd);
+  set.autoupdate = false;
+  sgd.step();
+  EXPECT_EQ(set.updates_done(), 0);
+  set.update(sgd.steps());
+  EXPECT_EQ(set.updates_done(), 1);
 }
 
 }  // namespace

@@ -62,7 +62,32 @@ TEST(ParamFilter, DefaultDecidesByDimensionsModuleTypeAndName) {
   EXPECT_FALSE(matches(d, "encoder.token_embedding.weight"));
   EXPECT_FALSE(matches(d, "encoder.NormLayer.weight"));
   EXPECT_EQ(d.describe(), "default");
-  EXPECT_EQ(ParamFilter::globs({"a.*", "b"}).describe(), "a.*, b");
+  EXPECT_EQ(ParamFilter::globs({"a.*", "b"}).describe(), "globs(a.*, b)");
+  EXPECT_EQ(ParamFilter::regexes({"a.*", "b"}).describe(), "regexes(a.*, b)");
+  EXPECT_EQ(ParamFilter::regex_searches({"a.*", "b"}).describe(), "regex_searches(a.*, b)");
+}
+
+TEST(ParamFilter, RegexSearchesMatchAnywhereInTheName) {
+  // The sideband form's param_name_patterns: unanchored search, unlike regexes().
+  const ParamFilter f = ParamFilter::regex_searches({"fc_layers.*weight"});
+  EXPECT_TRUE(matches(f, "fc_layers.0.weight"));
+  EXPECT_TRUE(matches(f, "model.fc_layers.3.weight_extra")) << "a search needs no match at either end";
+  EXPECT_FALSE(matches(f, "fc_layers.0.bias"));
+  EXPECT_FALSE(matches(ParamFilter::regexes({"fc_layers.*weight"}), "model.fc_layers.3.weight_extra"));
+  const ParamFilter anchored = ParamFilter::regex_searches({"^fc", "bias$"});
+  EXPECT_TRUE(matches(anchored, "fc1.weight"));
+  EXPECT_FALSE(matches(anchored, "x.fc1.weight")) << "explicit anchors still anchor";
+  EXPECT_TRUE(matches(anchored, "x.fc1.bias", "Linear", {4}));
+  // Unlike the default filter, patterns take any parameter they match, vectors included.
+  EXPECT_TRUE(matches(ParamFilter::regex_searches({"fc"}), "fc1.bias", "Linear", {4}));
+  try {
+    ParamFilter::regex_searches({"fc[1"});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter filter 'fc[1': bad regular expression at offset 4"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

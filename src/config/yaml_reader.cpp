@@ -1,0 +1,285 @@
+#include "config/yaml_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <regex>
+
+namespace sparsetrain::config {
+
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool starts_with_null_literal(const std::string& text, std::size_t pos) {
+  for (const char* literal : {"~", "null", "Null", "NULL"})
+    if (text.compare(pos, std::char_traits<char>::length(literal), literal) == 0) return true;
+  return false;
+}
+
+// yaml-cpp places an empty sequence item at the token after it; find the `-` that opened it,
+// walking back over blank space and comments. Any other token before it: keep the mark.
+YAML::Mark dash_of_empty_item(const std::string& text, const YAML::Mark& mark) {
+  if (text.empty() || mark.pos < 0 || static_cast<std::size_t>(mark.pos) > text.size()) return mark;
+  const auto pos = static_cast<std::size_t>(mark.pos);
+  if (pos < text.size() && starts_with_null_literal(text, pos)) return mark;
+  std::size_t end = pos;  // exclusive end of the part of the current line still to look at
+  while (true) {
+    const std::size_t line_start =
+        end == 0 ? 0 : (text.rfind('\n', end - 1) == std::string::npos ? 0 : text.rfind('\n', end - 1) + 1);
+    std::string line = text.substr(line_start, end - line_start);
+    for (std::size_t i = 0; i < line.size(); ++i)
+      if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
+        line.resize(i);
+        break;
+      }
+    const std::size_t last = line.find_last_not_of(" \t\r\n");
+    if (last != std::string::npos) {
+      if (line[last] != '-') return mark;
+      YAML::Mark dash;
+      dash.pos = static_cast<int>(line_start + last);
+      dash.line =
+          static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
+      dash.column = static_cast<int>(last);
+      return dash;
+    }
+    if (line_start == 0) return mark;
+    end = line_start - 1;
+  }
+}
+
+const std::regex& int_pattern() {
+  static const std::regex re("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
+  return re;
+}
+
+const std::regex& float_pattern() {
+  static const std::regex re(
+      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+  return re;
+}
+
+bool is_bool_text(const std::string& s) {
+  return s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE";
+}
+
+std::string shorten(std::string s) {
+  std::string out;
+  for (char c : s) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  if (out.size() > 60) out = out.substr(0, 57) + "...";
+  return out;
+}
+
+}  // namespace
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  if (is_identifier(key)) return parent.empty() ? key : parent + "." + key;
+  std::string escaped;
+  for (char c : key) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return parent + "[\"" + escaped + "\"]";
+}
+
+std::string located(const Source& source, const YAML::Mark& mark, const std::string& message) {
+  if (mark.line < 0) return fmt::format("{}: {}", source.file, message);
+  return fmt::format("{}:{}:{}: {}", source.file, mark.line + 1, mark.column + 1, message);
+}
+
+std::string one_of(const std::vector<std::string>& words, const char* last) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? fmt::format(" {} ", last) : std::string(", ");
+    out += words[i];
+  }
+  return out;
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& words) {
+  std::size_t best = 3;
+  std::string best_word;
+  for (const std::string& w : words) {
+    // Levenshtein distance, one row at a time.
+    std::vector<std::size_t> row(w.size() + 1);
+    for (std::size_t j = 0; j <= w.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= word.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= w.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (word[i - 1] == w[j - 1] ? 0 : 1)});
+        diagonal = up;
+      }
+    }
+    if (row[w.size()] < best && row[w.size()] < word.size()) {
+      best = row[w.size()];
+      best_word = w;
+    }
+  }
+  return best_word.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best_word);
+}
+
+Value::Value(YAML::Node node, std::string path, const Source& source, YAML::Mark mark)
+    : node_(std::move(node)), path_(std::move(path)), source_(&source), mark_(mark) {}
+
+Value Value::item(YAML::Node node, std::string path, const Source& source) {
+  YAML::Mark mark = node.Mark();
+  if (node.IsNull()) mark = dash_of_empty_item(source.text, mark);
+  return Value(std::move(node), std::move(path), source, mark);
+}
+
+void Value::fail(const std::string& message) const {
+  throw ConfigError(located(*source_, mark_, fmt::format("{}: {}", path_, message)));
+}
+
+void Value::expected(const std::string& what) const { fail(fmt::format("expected {}, got {}", what, got())); }
+
+ScalarType Value::scalar_type() const {
+  if (node_.IsNull()) return ScalarType::Null;
+  if (!node_.IsScalar()) return ScalarType::String;
+  const std::string& tag = node_.Tag();
+  const std::string& s = node_.Scalar();
+  if (tag == "tag:yaml.org,2002:int") return ScalarType::Int;
+  if (tag == "tag:yaml.org,2002:float") return ScalarType::Float;
+  if (tag == "tag:yaml.org,2002:bool") return ScalarType::Bool;
+  if (tag == "tag:yaml.org,2002:null") return ScalarType::Null;
+  if (tag != "?") return ScalarType::String;  // quoted ("!"), !!str, or a tag of its own
+  if (is_bool_text(s)) return ScalarType::Bool;
+  if (std::regex_match(s, int_pattern())) return ScalarType::Int;
+  if (std::regex_match(s, float_pattern())) return ScalarType::Float;
+  return ScalarType::String;
+}
+
+std::string Value::got() const {
+  if (node_.IsNull()) return "null";
+  if (node_.IsSequence()) return "a list";
+  if (node_.IsMap()) return "a mapping";
+  const std::string s = shorten(node_.Scalar());
+  switch (scalar_type()) {
+    case ScalarType::Bool:
+    case ScalarType::Int:
+    case ScalarType::Float: return s;
+    case ScalarType::Null: return "null";
+    case ScalarType::String: break;
+  }
+  if (node_.Tag() == "!") return fmt::format("the quoted string \"{}\"", s);
+  return fmt::format("'{}'", s);
+}
+
+int64_t Value::as_int(const std::string& what) const {
+  if (scalar_type() != ScalarType::Int) expected(what);
+  std::string s = node_.Scalar();
+  int base = 10;
+  bool negative = false;
+  if (s.rfind("0o", 0) == 0 || s.rfind("0x", 0) == 0) {
+    base = s[1] == 'o' ? 8 : 16;
+    s = s.substr(2);
+  } else if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    negative = s[0] == '-';
+    s = s.substr(1);
+  }
+  uint64_t magnitude = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), magnitude, base);
+  if (ec != std::errc() || ptr != s.data() + s.size() ||
+      magnitude > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    expected(what);
+  const auto v = static_cast<int64_t>(magnitude);
+  return negative ? -v : v;
+}
+
+double Value::as_float(const std::string& what) const {
+  if (scalar_type() != ScalarType::Float) expected(what);
+  std::string s = node_.Scalar();
+  const bool negative = !s.empty() && s[0] == '-';
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s = s.substr(1);
+  if (s == ".inf" || s == ".Inf" || s == ".INF")
+    return negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return std::numeric_limits<double>::quiet_NaN();
+  double v = 0.0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) expected(what);
+  return negative ? -v : v;
+}
+
+double Value::as_number(const std::string& what) const {
+  if (scalar_type() == ScalarType::Int) return static_cast<double>(as_int(what));
+  return as_float(what);
+}
+
+bool Value::as_bool(const std::string& what) const {
+  if (scalar_type() != ScalarType::Bool) expected(what);
+  const std::string& s = node_.Scalar();
+  return s == "true" || s == "True" || s == "TRUE";
+}
+
+std::string Value::as_string(const std::string& what) const {
+  if (!node_.IsScalar() || scalar_type() != ScalarType::String) expected(what);
+  return node_.Scalar();
+}
+
+std::vector<Value> Value::items(const std::string& what) const {
+  if (!node_.IsSequence()) expected(what);
+  std::vector<Value> out;
+  for (std::size_t i = 0; i < node_.size(); ++i)
+    out.push_back(Value::item(node_[i], fmt::format("{}[{}]", path_, i), *source_));
+  return out;
+}
+
+std::string Value::text() const {
+  if (node_.IsNull()) return "null";
+  if (node_.IsScalar()) return node_.Scalar();
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << node_;
+  return out.c_str();
+}
+
+Mapping::Mapping(const Value& value, const std::string& what) : self_(value) {
+  if (!value.is_map()) value.expected(what);
+  for (auto it = value.node().begin(); it != value.node().end(); ++it) {
+    const YAML::Node k = it->first;
+    Value key_value(k, value.path(), value.source(), k.Mark());
+    if (!k.IsScalar()) key_value.fail(fmt::format("expected a key name, got {}", key_value.got()));
+    const std::string key = k.Scalar();
+    key_value = Value(k, child_path(value.path(), key), value.source(), k.Mark());
+    if (const Entry* first = find(key))
+      key_value.fail(fmt::format("duplicate key (first at line {}, column {})", first->key_value.mark().line + 1,
+                                 first->key_value.mark().column + 1));
+    const YAML::Node v = it->second;
+    // An empty value has no position of its own: use its key's.
+    Value entry_value(v, key_value.path(), value.source(), v.IsNull() ? k.Mark() : v.Mark());
+    entries_.push_back({key, key_value, entry_value});
+  }
+}
+
+void Mapping::check_keys(const std::vector<std::string>& allowed,
+                         const std::function<std::string(const std::string& key)>& message) const {
+  for (const Entry& e : entries_) {
+    if (std::find(allowed.begin(), allowed.end(), e.key) != allowed.end()) continue;
+    if (e.key == "<<") e.key_value.fail("YAML merge keys ('<<') are not supported; write the keys out");
+    e.key_value.fail(message(e.key));
+  }
+}
+
+const Mapping::Entry* Mapping::find(const std::string& key) const {
+  for (const Entry& e : entries_)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+std::optional<Value> Mapping::get(const std::string& key) const {
+  if (const Entry* e = find(key)) return e->value;
+  return std::nullopt;
+}
+
+}  // namespace sparsetrain::config

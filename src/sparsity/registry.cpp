@@ -1,0 +1,163 @@
+#include "sparsity/registry.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "core/error.h"
+#include "sparsity/algorithms.h"
+#include "sparsity/group.h"
+
+namespace sparsetrain {
+
+namespace {
+
+struct Entry {
+  AlgorithmFactory factory;
+  AlgorithmKeys keys;
+};
+
+LevelSchedule drop_fraction_or_default(const AlgorithmSpec& spec) {
+  return spec.drop_fraction.value_or(LevelSchedule::constant(0.3));
+}
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, Entry> entries;
+
+  Registry() {
+    entries["static"] = {[](const AlgorithmSpec& s) { return std::make_unique<Static>(s.sparsity.at(0), s.options); },
+                         {KeyRule::Rejected, KeyRule::Rejected, LevelRule::Constant, {}}};
+    entries["gmp"] = {[](const AlgorithmSpec& s) { return std::make_unique<GMP>(s.sparsity, *s.update, s.options); },
+                      {KeyRule::Required, KeyRule::Rejected, LevelRule::Changing, {}}};
+    entries["set"] = {[](const AlgorithmSpec& s) {
+                        return std::make_unique<SET>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options);
+                      },
+                      {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {}}};
+    entries["rigl"] = {[](const AlgorithmSpec& s) {
+                         return std::make_unique<RigL>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options);
+                       },
+                       {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {}}};
+  }
+};
+
+// Built-ins are registered on first use, so no static-initialization order matters.
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+std::vector<std::string> names_locked(const Registry& r) {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : r.entries) names.push_back(name);
+  return names;  // std::map keeps them sorted
+}
+
+}  // namespace
+
+const std::vector<std::string>& common_algorithm_keys() {
+  static const std::vector<std::string> keys = {"algorithm",
+                                                "type",
+                                                "sparsity",
+                                                "schedule",
+                                                "update",
+                                                "drop_fraction",
+                                                "init_method",
+                                                "param_filter",
+                                                "balance_in_groups",
+                                                "balance_out_groups",
+                                                "format",
+                                                "distribution",
+                                                "seed",
+                                                "overrides",
+                                                "groups",
+                                                "params",
+                                                "param_name_patterns",
+                                                "out_groups",
+                                                "in_groups",
+                                                "dump_masks"};
+  return keys;
+}
+
+void register_algorithm(const std::string& name, AlgorithmFactory factory, AlgorithmKeys allowed_keys) {
+  if (!valid_name(name))
+    fail("register_algorithm: name '{}' must be lower-case letters, digits and '_', starting with a letter", name);
+  if (name == "group") fail("register_algorithm: 'group' is reserved (groups do not nest)");
+  if (!factory) fail("register_algorithm: '{}' has no factory", name);
+  const auto& common = common_algorithm_keys();
+  for (std::size_t i = 0; i < allowed_keys.extra.size(); ++i) {
+    const std::string& key = allowed_keys.extra[i];
+    if (std::find(common.begin(), common.end(), key) != common.end())
+      fail("register_algorithm: '{}' declares extra key '{}', which every algorithm already has", name, key);
+    if (std::find(allowed_keys.extra.begin(), allowed_keys.extra.begin() + static_cast<std::ptrdiff_t>(i), key) !=
+        allowed_keys.extra.begin() + static_cast<std::ptrdiff_t>(i))
+      fail("register_algorithm: '{}' declares extra key '{}' twice", name, key);
+  }
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  if (r.entries.count(name)) fail("register_algorithm: '{}' is already registered", name);
+  r.entries[name] = {std::move(factory), std::move(allowed_keys)};
+}
+
+std::optional<AlgorithmKeys> algorithm_keys(const std::string& name) {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  const auto it = r.entries.find(name);
+  if (it == r.entries.end()) return std::nullopt;
+  return it->second.keys;
+}
+
+std::vector<std::string> registered_algorithms() {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  return names_locked(r);
+}
+
+std::string unknown_algorithm_message(const std::string& name) {
+  return fmt::format("unknown algorithm '{}'; registered: {}", name, fmt::join(registered_algorithms(), ", "));
+}
+
+void check_spec(const AlgorithmSpec& spec) {
+  const std::optional<AlgorithmKeys> keys = algorithm_keys(spec.algorithm);
+  if (!keys) fail("{}", unknown_algorithm_message(spec.algorithm));
+  const std::string& name = spec.algorithm;
+  if (keys->update == KeyRule::Rejected && spec.update)
+    fail("{}: takes no update schedule (its masks never change)", name);
+  if (keys->update == KeyRule::Required && !spec.update) fail("{}: needs an update schedule", name);
+  if (keys->drop_fraction == KeyRule::Rejected && spec.drop_fraction) fail("{}: takes no drop_fraction", name);
+  if (keys->drop_fraction == KeyRule::Required && !spec.drop_fraction) fail("{}: needs a drop_fraction", name);
+  if (keys->level == LevelRule::Constant && !spec.sparsity.is_constant())
+    fail("{}: needs a constant sparsity, got {}", name, spec.sparsity.describe());
+  if (keys->level == LevelRule::Changing && spec.sparsity.is_constant())
+    fail("{}: needs a sparsity schedule that changes with the step, got {}", name, spec.sparsity.describe());
+  for (const auto& [key, value] : spec.extra)
+    if (std::find(keys->extra.begin(), keys->extra.end(), key) == keys->extra.end())
+      fail("{}: unknown extra key '{}'{}", name, key,
+           keys->extra.empty() ? std::string(" (it takes none)")
+                               : fmt::format("; it takes {}", fmt::join(keys->extra, ", ")));
+}
+
+std::unique_ptr<SparsityAlgorithm> make_algorithm(const AlgorithmSpec& spec) {
+  check_spec(spec);
+  AlgorithmFactory factory;
+  {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    factory = r.entries.at(spec.algorithm).factory;
+  }
+  std::unique_ptr<SparsityAlgorithm> algorithm = factory(spec);
+  if (!algorithm) fail("{}: the registered factory returned no algorithm", spec.algorithm);
+  if (dynamic_cast<const Group*>(algorithm.get()) != nullptr)
+    fail("{}: the registered factory returned a group; groups do not nest", spec.algorithm);
+  return algorithm;
+}
+
+}  // namespace sparsetrain
