@@ -277,7 +277,12 @@ void read_init_method(const Value& v, SparsityOptions& o, bool sideband) {
 // format, distribution, seed, overrides; false for any other key.
 bool read_common_option(const std::string& key, const Value& v, SparsityOptions& o) {
   if (key == "format") {
-    o.format = FormatSpec::parse(v.as_string("a format: csr, bcsr4, bcsr8, bcsr16 or N:M such as 2:4"), where(v));
+    const std::string text = v.as_string("a format: auto, masked-dense, csr, bcsr4, bcsr8, bcsr16 or N:M such as 2:4");
+    o.auto_format = text == "auto";
+    if (text == "auto" || text == "masked-dense")
+      o.format.reset();
+    else
+      o.format = FormatSpec::parse(text, where(v));
   } else if (key == "distribution") {
     o.distribution = parse_distribution(v.as_string("a distribution: uniform, er or erk"), where(v));
   } else if (key == "seed") {

@@ -46,7 +46,9 @@ SparsityAlgorithm::SparsityAlgorithm(LevelSchedule sparsity, SparsityOptions opt
   if (in && *in <= 0) fail("sparsity options: balance_in_groups must be > 0, got {}", *in);
 }
 
-std::optional<FormatSpec> SparsityAlgorithm::storage_format(const Parameter& p) const {
+std::optional<FormatSpec> SparsityAlgorithm::storage_format(const Parameter& p, double level) const {
+  if (options_.auto_format)
+    return p.shape().size() == 2 && level >= kAutoCompressLevel ? std::optional(FormatSpec::csr()) : std::nullopt;
   const auto& f = options_.format;
   if (!f || p.shape().size() != 2) return std::nullopt;
   if (f->kind == FormatKind::NM && p.cols() % f->m != 0) return std::nullopt;
@@ -54,7 +56,7 @@ std::optional<FormatSpec> SparsityAlgorithm::storage_format(const Parameter& p) 
 }
 
 FormatSpec SparsityAlgorithm::unit_format(const Parameter& p) const {
-  return storage_format(p).value_or(FormatSpec::csr());
+  return p.storage() == Storage::Compressed ? p.compressed().format() : FormatSpec::csr();
 }
 
 int64_t SparsityAlgorithm::units(const Parameter& p) const { return mask_units(unit_format(p), p.rows(), p.cols()); }
@@ -65,9 +67,9 @@ std::vector<double> SparsityAlgorithm::levels(int64_t step) const {
   return distribute_sparsity(options_.distribution, sparsity_.at(step, updates_done_), shapes, options_.overrides);
 }
 
-Mask SparsityAlgorithm::initial_mask(Parameter& p, double level) const {
-  const FormatSpec f = unit_format(p);
-  const int64_t keep = kept_count(level, units(p));
+Mask SparsityAlgorithm::initial_mask(Parameter& p, double level, const FormatSpec& f) const {
+  const int64_t n = mask_units(f, p.rows(), p.cols());
+  const int64_t keep = kept_count(level, n);
   Matrix score(p.rows(), p.cols());
   switch (options_.init_method) {
     case InitMethod::Random: {
@@ -86,7 +88,7 @@ Mask SparsityAlgorithm::initial_mask(Parameter& p, double level) const {
       // Kept units evenly spaced in row-major unit order: unit u is kept when the running
       // count floor(u * keep / units) steps up, which keeps exactly `keep` of them.
       const int64_t b = f.kind == FormatKind::NM ? 1 : f.block;
-      const int64_t unit_cols = (p.cols() + b - 1) / b, n = units(p);
+      const int64_t unit_cols = (p.cols() + b - 1) / b;
       for (int64_t r = 0; r < p.rows(); ++r)
         for (int64_t c = 0; c < p.cols(); ++c) {
           const int64_t u = (r / b) * unit_cols + c / b;
@@ -95,7 +97,7 @@ Mask SparsityAlgorithm::initial_mask(Parameter& p, double level) const {
       break;
     }
   }
-  if (const std::optional<Balance> b = balance(p))
+  if (const std::optional<Balance> b = balance(p, f))
     return select_per_stripe(*b, p.rows(), p.cols(), nullptr, [&](const Stripe& s, const Mask*) {
       return topk_mask(s.of(score), f, kept_count(level, mask_units(f, s.rows, s.cols)));
     });
@@ -106,11 +108,10 @@ int64_t SparsityAlgorithm::kept_count(double level, int64_t units) const {
   return options_.round_half_even ? kept_units_half_even(level, units) : kept_units(level, units);
 }
 
-std::optional<Balance> SparsityAlgorithm::balance(const Parameter& p) const {
+std::optional<Balance> SparsityAlgorithm::balance(const Parameter& p, const FormatSpec& f) const {
   const auto& out = options_.balance_out_groups;
   const auto& in = options_.balance_in_groups;
   if (!out && !in) return std::nullopt;
-  const FormatSpec f = unit_format(p);
   if (f.kind == FormatKind::NM || f.block != 1)
     fail("{}: balanced groups need element-wise masks, but '{}' is stored as {}", name(), p.name(), f.name());
   return out ? Balance{StripeAxis::Rows, *out} : Balance{StripeAxis::Cols, *in};
@@ -129,15 +130,16 @@ void SparsityAlgorithm::claim(const std::vector<Module::Entry>& entries) {
     if (e.param->is_sparse()) fail("{}: parameter '{}' is already sparse", name(), e.param->name());
     params_.push_back(e.param);
   }
-  const std::vector<double> initial = levels(0);
+  const std::vector<double> initial = levels(0), first_set = levels(first_mask_step());
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = *params_[i];
     if (p.is_sparse()) continue;  // claimed by an earlier call
-    const std::optional<FormatSpec> format = storage_format(p);
+    const std::optional<FormatSpec> format = storage_format(p, first_set[i]);
     if (starts_dense() && format && format->kind == FormatKind::NM)
       fail("{}: parameter '{}' uses {} storage, which cannot be dense; start mask updates at step 0", name(), p.name(),
            format->name());
-    const Mask mask = starts_dense() ? Mask(p.rows(), p.cols(), true) : initial_mask(p, initial[i]);
+    const Mask mask = starts_dense() ? Mask(p.rows(), p.cols(), true)
+                                     : initial_mask(p, initial[i], format.value_or(FormatSpec::csr()));
     p.sparsify(mask, format, mask.nnz());
   }
 }
@@ -157,6 +159,19 @@ bool SparsityAlgorithm::grads_finite() const {
         if (!std::isfinite(p->dense_grad.data()[i])) return false;
   }
   return true;
+}
+
+nlohmann::json SparsityAlgorithm::state() const { return {{"algorithm", name()}, {"updates_done", updates_done_}}; }
+
+void SparsityAlgorithm::load_state(const nlohmann::json& state) {
+  if (!state.is_object() || !state.contains("algorithm") || !state.contains("updates_done"))
+    fail("sparsity state: expected an object with 'algorithm' and 'updates_done', got {}", state.dump());
+  if (state["algorithm"] != name())
+    fail("sparsity state: saved for algorithm {}, but this run's algorithm is '{}'", state["algorithm"].dump(), name());
+  const nlohmann::json& done = state["updates_done"];
+  if (!done.is_number_integer() || done.get<int64_t>() < 0)
+    fail("sparsity state: 'updates_done' must be an integer >= 0, got {}", done.dump());
+  updates_done_ = done.get<int64_t>();
 }
 
 DynamicSparsityAlgorithm::DynamicSparsityAlgorithm(LevelSchedule sparsity, UpdateSchedule schedule,

@@ -15,6 +15,7 @@
 // stream), so a parameter's masks depend only on its name, the seed and the step.
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ enum class InitMethod { Random, TopK, FromZeros, Checkerboard };
 InitMethod parse_init_method(const std::string& text, const std::string& source);
 const char* init_method_name(InitMethod m);
 
+// Where the CSR kernels overtake oneDNN's dense step on every layer of the benchmark grid
+// (docs/benchmarks.md: 1.06-1.48x at 70%, 0.85-1.08x at 60%).
+inline constexpr double kAutoCompressLevel = 0.7;
+
 struct SparsityOptions {
   ParamFilter filter = ParamFilter::default_filter();
   InitMethod init_method = InitMethod::Random;
@@ -44,6 +49,9 @@ struct SparsityOptions {
   // Format of compressed parameters; none keeps them masked-dense. Non-matrix parameters and
   // shapes the format cannot hold (N:M needs the inputs to be a multiple of M) stay masked-dense.
   std::optional<FormatSpec> format;
+  // Instead of `format`: compressed CSR for each matrix whose level, when its mask is first set,
+  // is at least kAutoCompressLevel, masked-dense otherwise.
+  bool auto_format = false;
   // Balanced selection (Cerebras RigL's balance_out_groups / balance_in_groups, the sideband
   // out_groups / in_groups): the rows (out) or columns (in) are cut into this many equal
   // stripes and every stripe keeps the same count. At most one of the two; each must be > 0
@@ -91,14 +99,25 @@ class SparsityAlgorithm {
   // Masks never change on a step with a non-finite gradient in a claimed parameter.
   bool grads_finite() const;
 
+  // What a checkpoint must hold to resume bit-identically: the algorithm's name, the mask updates
+  // made so far (every random draw is keyed by seed, parameter name and that count) and, for a
+  // Group, its members' states. Masks themselves live in the model's state dict.
+  virtual nlohmann::json state() const;
+  // Restores state(); an Error names the mismatched field (another algorithm, another group shape).
+  virtual void load_state(const nlohmann::json& state);
+
  protected:
-  // Units (elements or blocks) of a parameter's mask and the format deciding them.
+  // Units (elements or blocks) of a claimed parameter's mask and the format deciding them: its
+  // compressed format, or elements when masked-dense.
   FormatSpec unit_format(const Parameter& p) const;
   int64_t units(const Parameter& p) const;
   // Units kept at `level` out of `units`, rounded as the options say.
   int64_t kept_count(double level, int64_t units) const;
-  // The stripes of balanced selection for this parameter, if the options ask for it.
-  std::optional<Balance> balance(const Parameter& p) const;
+  // The stripes of balanced selection for a parameter whose units follow `f`, if the options ask
+  // for it.
+  std::optional<Balance> balance(const Parameter& p, const FormatSpec& f) const;
+  // The step at which masks are first set (later than 0 when a dynamic algorithm starts dense).
+  virtual int64_t first_mask_step() const { return 0; }
 
   LevelSchedule sparsity_;
   SparsityOptions options_;
@@ -106,8 +125,9 @@ class SparsityAlgorithm {
   int64_t updates_done_ = 0;  // mask updates made so far (a cycling schedule's index)
 
  private:
-  Mask initial_mask(Parameter& p, double level) const;
-  std::optional<FormatSpec> storage_format(const Parameter& p) const;
+  Mask initial_mask(Parameter& p, double level, const FormatSpec& f) const;
+  // The compressed format of a parameter whose level is `level` when its mask is first set.
+  std::optional<FormatSpec> storage_format(const Parameter& p, double level) const;
 };
 
 class DynamicSparsityAlgorithm : public SparsityAlgorithm {
@@ -119,6 +139,7 @@ class DynamicSparsityAlgorithm : public SparsityAlgorithm {
 
   void update(int64_t step) override;
   bool starts_dense() const override { return schedule_.first() > 0; }
+  int64_t first_mask_step() const override { return schedule_.first(); }
   const UpdateSchedule& update_schedule() const { return schedule_; }
   int64_t updates_done() const { return updates_done_; }
 

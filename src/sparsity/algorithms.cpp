@@ -59,7 +59,7 @@ Mask DropAndGrow::update_mask(Parameter& p, const Mask& mask, double sparsity, i
     const int64_t keep = std::min(kept_units(drop, kept_in(*current, f)), target);
     return grow_maximum(s.of(grow), drop_minimum(s.of(magnitude), *current, f, keep), f, target);
   };
-  if (const std::optional<Balance> b = balance(p))
+  if (const std::optional<Balance> b = balance(p, f))
     return select_per_stripe(*b, p.rows(), p.cols(), &mask, drop_and_grow);
   return drop_and_grow(Stripe{0, 0, p.rows(), p.cols()}, &mask);
 }

@@ -35,4 +35,20 @@ void Group::update(int64_t step) {
   for (auto& m : members_) m->update(step);
 }
 
+nlohmann::json Group::state() const {
+  nlohmann::json members = nlohmann::json::array();
+  for (const auto& m : members_) members.push_back(m->state());
+  return {{"algorithm", name()}, {"members", members}};
+}
+
+void Group::load_state(const nlohmann::json& state) {
+  if (!state.is_object() || state.value("algorithm", "") != name() || !state.contains("members") ||
+      !state["members"].is_array())
+    fail("sparsity state: expected a group with a 'members' list, got {}", state.dump());
+  const nlohmann::json& members = state["members"];
+  if (members.size() != members_.size())
+    fail("sparsity state: saved for a group of {} algorithms, this run has {}", members.size(), members_.size());
+  for (std::size_t i = 0; i < members_.size(); ++i) members_[i]->load_state(members[i]);
+}
+
 }  // namespace sparsetrain

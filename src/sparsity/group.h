@@ -22,6 +22,8 @@ class Group final : public SparsityAlgorithm {
   int apply(Module& model) override;
   void prepare_step(int64_t step) override;
   void update(int64_t step) override;
+  nlohmann::json state() const override;
+  void load_state(const nlohmann::json& state) override;
 
  private:
   std::vector<std::unique_ptr<SparsityAlgorithm>> members_;

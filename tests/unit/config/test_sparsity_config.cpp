@@ -141,7 +141,10 @@ std::string describe(const AlgorithmSpec& s) {
       "balance out {} in {} | {} | extra{}",
       s.algorithm, s.sparsity.describe(), s.update ? s.update->describe() : "none",
       s.drop_fraction ? s.drop_fraction->describe() : "none", o.filter.describe(), init_method_name(o.init_method),
-      o.seed, distribution_name(o.distribution), overrides, o.format ? o.format->name() : "none",
+      o.seed, distribution_name(o.distribution), overrides,
+      o.auto_format ? "auto"
+      : o.format    ? o.format->name()
+                    : "none",
       count(o.balance_out_groups), count(o.balance_in_groups), o.round_half_even ? "half-even" : "truncate", extra);
 }
 
@@ -615,6 +618,12 @@ sparsity:
     EXPECT_EQ(load(yaml.c_str()).groups[0].options.format->name(), format);
   }
   EXPECT_EQ(load("sparsity: {sparsity: 0.5, balance_out_groups: 4}").groups[0].options.balance_out_groups, 4);
+  const SparsityOptions automatic = load("sparsity: {sparsity: 0.5, format: auto}").groups[0].options;
+  EXPECT_TRUE(automatic.auto_format);
+  EXPECT_FALSE(automatic.format);
+  const SparsityOptions masked = load("sparsity: {sparsity: 0.5, format: masked-dense}").groups[0].options;
+  EXPECT_FALSE(masked.auto_format);
+  EXPECT_FALSE(masked.format);
 }
 
 TEST(SparsityConfig, TypeIsADeprecatedAliasOfAlgorithm) {

@@ -89,6 +89,30 @@ TEST(Algorithms, CompressedFormatsKeepWholeBlocksAndExactBlockCounts) {
   EXPECT_EQ(toy.c_fc->weight->kept(), 6 * 16);
 }
 
+TEST(Algorithms, AutoFormatCompressesWhereTheKernelsWinAndKeepsTheRestMaskedDense) {
+  Toy toy;
+  Group group;
+  SparsityOptions low, high;
+  low.auto_format = high.auto_format = true;
+  low.filter = ParamFilter::globs({"c_fc.weight"});
+  high.filter = ParamFilter::globs({"c_proj.weight", "c_fc.bias"});
+  group.add(std::make_unique<Static>(0.5, low));
+  group.add(std::make_unique<Static>(kAutoCompressLevel, high));
+  group.apply(toy);
+  EXPECT_EQ(toy.c_fc->weight->storage(), Storage::MaskedDense);
+  EXPECT_EQ(toy.c_proj->weight->storage(), Storage::Compressed);
+  EXPECT_EQ(toy.c_proj->weight->compressed().format().name(), "csr");
+  EXPECT_EQ(toy.c_fc->bias->storage(), Storage::MaskedDense) << "vectors are never compressed";
+  // A dynamic algorithm that starts dense decides by the level of its first update.
+  Toy later;
+  SparsityOptions o;
+  o.auto_format = true;
+  SET set(LevelSchedule::constant(0.9), UpdateSchedule::every(100, 200), LevelSchedule::constant(0.3), o);
+  set.apply(later);
+  EXPECT_EQ(later.c_fc->weight->storage(), Storage::Compressed);
+  EXPECT_EQ(later.c_fc->weight->kept(), 192);
+}
+
 TEST(Algorithms, GmpPrunesToTheScheduledLevelByMagnitude) {
   Toy toy;
   SparsityOptions o;
@@ -298,6 +322,69 @@ TEST(Algorithms, AppliedToAnOptimizerTheyUpdateAfterTheScheduledSteps) {
   EXPECT_TRUE(masks[2] == masks[1]);
   EXPECT_FALSE(masks[3] == masks[2]);
   EXPECT_TRUE(masks[5] == masks[3]);
+}
+
+// A run stopped after step 40 and resumed from its masks, values and algorithm state continues
+// exactly like the run that never stopped.
+TEST(Algorithms, ResumingFromStateAndMasksIsBitIdentical) {
+  auto make_group = [] {
+    auto group = std::make_unique<Group>();
+    SparsityOptions fc;
+    fc.filter = ParamFilter::globs({"c_fc.weight"});
+    fc.format = FormatSpec::csr();
+    fc.seed = 3;
+    SparsityOptions proj;
+    proj.filter = ParamFilter::globs({"c_proj.weight"});
+    group->add(std::make_unique<SET>(LevelSchedule::cycling({0.5, 0.75}), UpdateSchedule::every(10),
+                                     LevelSchedule::constant(0.3), fc));
+    group->add(std::make_unique<SET>(LevelSchedule::constant(0.6), UpdateSchedule::every(20),
+                                     LevelSchedule::cosine(0.5, 100), proj));
+    return group;
+  };
+  auto train = [](Toy& toy, SparsityAlgorithm& alg, int64_t from, int64_t to) {
+    for (int64_t step = from; step <= to; ++step) {
+      for (Parameter* p : toy.parameters()) {
+        for (float& v : p->values()) v = v * 0.9f + 0.01f * static_cast<float>(step);
+        p->values_changed();
+        p->enforce_mask();
+      }
+      alg.update(step);
+    }
+  };
+  Toy straight;
+  auto a = make_group();
+  a->apply(straight);
+  train(straight, *a, 1, 100);
+
+  Toy first;
+  auto b = make_group();
+  b->apply(first);
+  train(first, *b, 1, 40);
+  const StateDict saved = first.state_dict();
+  const nlohmann::json saved_state = nlohmann::json::parse(b->state().dump());
+
+  Toy resumed;
+  auto c = make_group();
+  c->apply(resumed);
+  resumed.load_state_dict(saved);
+  c->load_state(saved_state);
+  train(resumed, *c, 41, 100);
+
+  const StateDict x = straight.state_dict(), y = resumed.state_dict();
+  ASSERT_EQ(x.tensors.size(), y.tensors.size());
+  for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+    EXPECT_EQ(x.tensors[i].keep, y.tensors[i].keep) << x.tensors[i].name;
+    EXPECT_EQ(x.tensors[i].values, y.tensors[i].values) << x.tensors[i].name;
+  }
+  EXPECT_EQ(a->state(), c->state());
+  EXPECT_EQ(error_of([&] {
+              c->load_state(nlohmann::json{{"algorithm", "group"}, {"members", {1}}});
+            }),
+            "sparsity state: saved for a group of 1 algorithms, this run has 2");
+  EXPECT_EQ(error_of([&] {
+              c->members()[0]->load_state(nlohmann::json{{"algorithm", "rigl"}, {"updates_done", 2}});
+            }),
+            "sparsity state: saved for algorithm \"rigl\", but this run's algorithm is 'set'");
 }
 
 TEST(Algorithms, WithAutoupdateOffTheCallerUpdatesByHand) {
