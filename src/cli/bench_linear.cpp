@@ -1,13 +1,13 @@
 #include "cli/bench_linear.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -141,10 +141,13 @@ int run_bench_linear(const BenchLinearOptions& o) {
 
   const int threads = num_threads();
   if (!o.json) {
-    fmt::print("sparsetrain bench linear: {} threads, kernels {}, dense baseline oneDNN sgemm; median of {} interleaved runs\n",
-               threads, isa_name(effective_isa()), o.repeats);
-    fmt::print("step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s, bytes / {:.0f} GB/s)\n",
-               o.peak_gflops, o.bandwidth_gbs);
+    fmt::print(
+        "sparsetrain bench linear: {} threads, kernels {}, dense baseline oneDNN sgemm; median of {} interleaved "
+        "runs\n",
+        threads, isa_name(effective_isa()), o.repeats);
+    fmt::print(
+        "step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s, bytes / {:.0f} GB/s)\n",
+        o.peak_gflops, o.bandwidth_gbs);
     fmt::print("{:>10} {:>7} {:>6} {:>6} | {:>8} {:>7} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>7}\n", "layer", "format",
                "sparse", "tokens", "dense ms", "GF/s", "fwd ms", "bwd ms", "step ms", "speedup", "GF/s", "floor%");
   }
@@ -161,7 +164,8 @@ int run_bench_linear(const BenchLinearOptions& o) {
           const double dense_gflops = dense_flops / dense.total() / 1e6;
           const double flops = 3.0 * 2.0 * static_cast<double>(r.nnz) * static_cast<double>(t);
           const double useful_gflops = flops / r.sparse.total() / 1e6;
-          const double bytes_per_value = format.kind == FormatKind::NM ? 4.25 : 4.0 + 4.0 / (format.block * format.block);
+          const double bytes_per_value =
+              format.kind == FormatKind::NM ? 4.25 : 4.0 + 4.0 / (format.block * format.block);
           const double bytes = 3.0 * (4.0 * static_cast<double>(t * (shape.in + shape.out)) +
                                       static_cast<double>(r.nnz) * bytes_per_value);
           const double floor_ms = std::max(flops / (o.peak_gflops * 1e6), bytes / (o.bandwidth_gbs * 1e6));
@@ -189,11 +193,12 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                 {"floor_ms", floor_ms}};
             fmt::print("{}\n", j.dump());
           } else {
-            fmt::print("{:>10} {:>7} {:>6.3f} {:>6} | {:>8.2f} {:>7.0f} | {:>7.2f} {:>7.2f} {:>8.2f} | {:>6.2f}x {:>7.0f} "
-                       "{:>6.0f}%\n",
-                       fmt::format("{}>{}", shape.in, shape.out), format.name(), r.true_sparsity, t, dense.total(),
-                       dense_gflops, r.sparse.fwd, r.sparse.dx, r.sparse.total(), speedup, useful_gflops,
-                       100.0 * floor_ms / r.sparse.total());
+            fmt::print(
+                "{:>10} {:>7} {:>6.3f} {:>6} | {:>8.2f} {:>7.0f} | {:>7.2f} {:>7.2f} {:>8.2f} | {:>6.2f}x {:>7.0f} "
+                "{:>6.0f}%\n",
+                fmt::format("{}>{}", shape.in, shape.out), format.name(), r.true_sparsity, t, dense.total(),
+                dense_gflops, r.sparse.fwd, r.sparse.dx, r.sparse.total(), speedup, useful_gflops,
+                100.0 * floor_ms / r.sparse.total());
           }
           std::fflush(stdout);
         }

@@ -7,16 +7,16 @@
 namespace sparsetrain {
 
 struct BenchLinearOptions {
-  std::vector<std::string> formats;   // empty = default grid
-  std::vector<double> sparsities;     // empty = default grid
-  std::vector<int64_t> tokens;        // empty = default grid
-  std::vector<int64_t> in_features;   // with out_features: layer shapes, paired
+  std::vector<std::string> formats;  // empty = default grid
+  std::vector<double> sparsities;    // empty = default grid
+  std::vector<int64_t> tokens;       // empty = default grid
+  std::vector<int64_t> in_features;  // with out_features: layer shapes, paired
   std::vector<int64_t> out_features;
-  int threads = 0;                    // 0 = OpenMP default
-  int repeats = 7;                    // timed runs per case (median reported), after one warm-up
-  bool json = false;                  // one JSON object per line instead of the table
-  double peak_gflops = 427.0;         // for the floor: fp32 FMA peak of the cores used
-  double bandwidth_gbs = 79.0;        // for the floor: read bandwidth
+  int threads = 0;              // 0 = OpenMP default
+  int repeats = 7;              // timed runs per case (median reported), after one warm-up
+  bool json = false;            // one JSON object per line instead of the table
+  double peak_gflops = 427.0;   // for the floor: fp32 FMA peak of the cores used
+  double bandwidth_gbs = 79.0;  // for the floor: read bandwidth
   uint64_t seed = 0;
 };
 

@@ -4,11 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
 
@@ -36,7 +37,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(CliBenchLinear, JsonPrintsOneObjectPerCaseWithTheDocumentedKeys) {
-  const CliResult r = run_cli(bench_linear({"--sparsity", "0.9", "--format", "csr", "--format", "2:4", "--json"}), kOneThread);
+  const CliResult r =
+      run_cli(bench_linear({"--sparsity", "0.9", "--format", "csr", "--format", "2:4", "--json"}), kOneThread);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
@@ -67,13 +69,60 @@ TEST(CliBenchLinear, JsonPrintsOneObjectPerCaseWithTheDocumentedKeys) {
 }
 
 TEST(CliBenchLinear, TablePrintsAHeaderAndOneRowPerCase) {
-  const CliResult r = run_cli(bench_linear({"--sparsity", "0.5", "--sparsity", "0.75", "--format", "bcsr8"}), kOneThread);
+  const CliResult r =
+      run_cli(bench_linear({"--sparsity", "0.5", "--sparsity", "0.75", "--format", "bcsr8"}), kOneThread);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int rows = 0;
   for (const auto& line : lines_of(r.out)) rows += contains(line, "40>24") && contains(line, "bcsr8");
   EXPECT_EQ(rows, 2) << r.out;
   EXPECT_TRUE(contains(r.out, "speedup")) << r.out;
   EXPECT_TRUE(contains(r.out, "1 threads")) << r.out;
+}
+
+// Writes `text` to a fresh file in the temporary directory and returns its path.
+std::string write_config(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("sparsetrain_test_cli_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(CliConfig, PrintsEveryGroupOfAValidConfig) {
+  const std::string path = write_config("rigl.yaml", R"(sparsity:
+  - algorithm: rigl
+    sparsity: 0.9
+    update: {freq: 100, stop: 7500}
+    drop_fraction: {type: cosine, init: 0.3, half_period: 7500}
+    param_filter: ["fc1.weight", "fc2.weight"]
+    format: auto
+  - algorithm: gmp
+    sparsity: [0.5, 0.7, 0.8]
+    update: {steps: [0, 1000, 2000]}
+    param_filter: "head.*"
+)");
+  const CliResult r = run_cli({"config", "--params", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "sparsity section in the 2.2+ form, 2 groups")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "group 1: rigl\n  sparsity       constant(0.9)\n"
+                       "  update         every 100 steps from 0 to 7500 (exclusive)\n"
+                       "  drop_fraction  cosine(init=0.3, half_period=7500, minimum=0)\n"
+                       "  param_filter   globs(fc1.weight, fc2.weight)\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "group 2: gmp\n  sparsity       cycling([0.5, 0.7, 0.8])\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "storage        auto (csr at levels >= 0.7, masked-dense below)")) << r.out;
+}
+
+TEST(CliConfig, AnInvalidConfigExitsOneNamingFileLineColumnAndKey) {
+  const std::string path =
+      write_config("bad.yaml", "sparsity:\n  algorithm: rigl\n  sparsity: 0.9\n  update: {freq: ten}\n");
+  const CliResult r = run_cli({"config", "--params", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "sparsetrain: error: " + path + ":4:18: sparsity.update.freq: expected an integer >= 1, got 'ten'\n");
+  EXPECT_EQ(r.out, "");
+  const CliResult missing = run_cli({"config"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(contains(missing.err, "--params is required")) << missing.err;
 }
 
 TEST(CliErrors, UnknownFormatExitsOneNamingTheFormat) {
@@ -147,7 +196,8 @@ TEST(CliDispatch, VerboseDispatchNamesTheImplementationAndWhyOthersWereSkipped) 
 }
 
 TEST(CliDispatch, EnvironmentVariablesMatchTheOptions) {
-  const CliResult r = run_cli(bench_linear({"--format", "csr"}), {"SPARSETRAIN_VERBOSE=dispatch", "SPARSETRAIN_MAX_ISA=ref", "OMP_NUM_THREADS=1"});
+  const CliResult r = run_cli(bench_linear({"--format", "csr"}),
+                              {"SPARSETRAIN_VERBOSE=dispatch", "SPARSETRAIN_MAX_ISA=ref", "OMP_NUM_THREADS=1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(dispatch_line(r.err, "spmm_fwd"), "spmm_fwd -> spmm_fwd_ref (isa cap ref")) << r.err;
   EXPECT_TRUE(contains(r.out, "kernels ref")) << r.out;
