@@ -1,5 +1,8 @@
 #include "sparsity/algorithm.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -121,8 +124,22 @@ int SparsityAlgorithm::apply(Module& model) {
   std::vector<Module::Entry> chosen;
   for (const Module::Entry& e : model.named_parameters())
     if (!e.requires_dense && !e.param->is_sparse() && options_.filter.matches(e)) chosen.push_back(e);
+  require_claimed(name(), options_.filter, chosen.size(), model);
   claim(chosen);
   return static_cast<int>(chosen.size());
+}
+
+void require_claimed(const std::string& who, const ParamFilter& filter, std::size_t claimed, Module& model) {
+  if (claimed > 0) return;
+  std::vector<std::string> names;
+  const std::vector<Module::Entry> entries = model.named_parameters();
+  constexpr std::size_t kShown = 8;
+  for (std::size_t i = 0; i < std::min(entries.size(), kShown); ++i) names.push_back(entries[i].param->name());
+  if (entries.size() > kShown) names.push_back(fmt::format("and {} more", entries.size() - kShown));
+  fail(
+      "{}: the filter {} matches no parameter that can be sparsified (not requires_dense, not already sparse); "
+      "the model has: {}",
+      who, filter.describe(), fmt::join(names, ", "));
 }
 
 void SparsityAlgorithm::claim(const std::vector<Module::Entry>& entries) {

@@ -72,7 +72,8 @@ class SparsityAlgorithm {
   virtual std::string name() const = 0;  // "static", "gmp", "set", "rigl", or a user's name
 
   // Claims every parameter that passes the filter and is neither requires_dense nor already
-  // sparse, gives it its initial mask and storage. Returns how many parameters were claimed.
+  // sparse, gives it its initial mask and storage. Returns how many parameters were claimed;
+  // claiming none is an error (require_claimed).
   virtual int apply(Module& model);
   // Claims exactly these parameters (what Group does after matching).
   void claim(const std::vector<Module::Entry>& entries);
@@ -129,6 +130,10 @@ class SparsityAlgorithm {
   // The compressed format of a parameter whose level is `level` when its mask is first set.
   std::optional<FormatSpec> storage_format(const Parameter& p, double level) const;
 };
+
+// A filter that claims nothing is almost always a typo, and a silently dense run is worse than
+// an error: throws, naming `who`, the filter and some of the model's parameter names.
+void require_claimed(const std::string& who, const ParamFilter& filter, std::size_t claimed, Module& model);
 
 class DynamicSparsityAlgorithm : public SparsityAlgorithm {
  public:

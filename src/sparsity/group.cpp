@@ -1,5 +1,7 @@
 #include "sparsity/group.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace sparsetrain {
@@ -23,6 +25,9 @@ int Group::apply(Module& model) {
         break;
       }
   }
+  for (std::size_t i = 0; i < members_.size(); ++i)
+    require_claimed(fmt::format("group member {} ({})", i + 1, members_[i]->name()), members_[i]->options().filter,
+                    chosen[i].size(), model);
   for (std::size_t i = 0; i < members_.size(); ++i) members_[i]->claim(chosen[i]);
   return static_cast<int>(params_.size());
 }

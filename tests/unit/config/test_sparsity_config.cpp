@@ -305,9 +305,13 @@ sparsity:
   EXPECT_EQ(mlp.fc2->weight->kept(), 100);
   EXPECT_FALSE(mlp.head->weight->is_sparse());
 
-  // 2.x globs and 2.1 regexes must match the whole name instead.
+  // 2.x globs and 2.1 regexes must match the whole name instead: "fc" claims nothing, which
+  // is an error rather than a silently dense run.
   Mlp other;
-  load("sparsity: {sparsity: 0.5, param_filter: fc}").build()->apply(other);
+  EXPECT_NE(error_of([&] {
+              load("sparsity: {sparsity: 0.5, param_filter: fc}").build()->apply(other);
+            }).find("static: the filter globs(fc) matches no parameter"),
+            std::string::npos);
   EXPECT_TRUE(sparse_names(other).empty());
 }
 

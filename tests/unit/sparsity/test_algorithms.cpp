@@ -43,6 +43,23 @@ TEST(Algorithms, DefaultFilterTakesMatricesOfLinearModulesOnly) {
   EXPECT_FALSE(toy.c_fc->bias->is_sparse());
 }
 
+TEST(Algorithms, AFilterThatClaimsNothingIsAnErrorNotASilentlyDenseRun) {
+  Toy toy;
+  SparsityOptions o;
+  o.filter = ParamFilter::globs({"*.c_fcc.weight"});
+  Static s(0.5, o);
+  EXPECT_EQ(error_of([&] { s.apply(toy); }),
+            "static: the filter globs(*.c_fcc.weight) matches no parameter that can be sparsified (not "
+            "requires_dense, not already sparse); the model has: wte.weight, wte.bias, ln_1.weight, ln_1.bias, "
+            "c_fc.weight, c_fc.bias, c_proj.weight, c_proj.bias, and 2 more");
+  Group group;
+  group.add(std::make_unique<Static>(0.5));
+  group.add(std::make_unique<Static>(0.9, o));
+  EXPECT_NE(error_of([&] { group.apply(toy); }).find("group member 2 (static): the filter globs(*.c_fcc.weight)"),
+            std::string::npos);
+  EXPECT_FALSE(toy.c_fc->weight->is_sparse()) << "nothing is claimed when a member fails";
+}
+
 TEST(Algorithms, StaticKeepsExactCountsAndDependsOnlyOnNameAndSeed) {
   auto masks = [](uint64_t seed, bool extra_module) {
     Toy toy;
