@@ -20,10 +20,34 @@ void check_local_name(std::string_view kind, const std::string& name) {
 
 }  // namespace
 
+void Module::check_new_name(const std::string& local_name) const {
+  check_local_name("parameter or buffer", local_name);
+  for (const auto* list : {&params_, &buffers_})
+    for (const auto& [name, p] : *list)
+      if (name == local_name) fail("'{}{}' registered twice", prefix_, local_name);
+}
+
+Parameter& Module::register_buffer(std::string local_name, Shape shape) {
+  check_new_name(local_name);
+  auto buffer = std::make_unique<Parameter>(prefix_ + local_name, std::move(shape));
+  Parameter& ref = *buffer;
+  buffers_.emplace_back(std::move(local_name), std::move(buffer));
+  return ref;
+}
+
+void Module::collect_buffers(std::vector<Parameter*>& out) const {
+  for (const auto& [name, b] : buffers_) out.push_back(b.get());
+  for (const auto& [name, m] : children_) m->collect_buffers(out);
+}
+
+std::vector<Parameter*> Module::buffers() {
+  std::vector<Parameter*> out;
+  collect_buffers(out);
+  return out;
+}
+
 Parameter& Module::register_parameter(std::string local_name, Shape shape) {
-  check_local_name("parameter", local_name);
-  for (const auto& [name, p] : params_)
-    if (name == local_name) fail("parameter '{}{}' registered twice", prefix_, local_name);
+  check_new_name(local_name);
   auto param = std::make_unique<Parameter>(prefix_ + local_name, std::move(shape));
   Parameter& ref = *param;
   params_.emplace_back(std::move(local_name), std::move(param));
@@ -40,7 +64,8 @@ void Module::attach(std::string local_name, std::unique_ptr<Module> child) {
 
 void Module::set_prefix(const std::string& prefix) {
   prefix_ = prefix;
-  for (auto& [name, p] : params_) p->name_ = prefix_ + name;
+  for (auto* list : {&params_, &buffers_})
+    for (auto& [name, p] : *list) p->name_ = prefix_ + name;
   for (auto& [name, m] : children_) m->set_prefix(prefix_ + name + ".");
 }
 
@@ -84,6 +109,10 @@ StateDict Module::state_dict() const {
       state.add({p.name() + "_mask", p.shape(), true, {}, std::vector<uint8_t>(mask.data(), mask.data() + p.numel())});
     }
   }
+  std::vector<Parameter*> buffers;
+  collect_buffers(buffers);
+  for (const Parameter* b : buffers)
+    state.add({b->name(), b->shape(), false, std::vector<float>(b->values().begin(), b->values().end()), {}});
   return state;
 }
 
@@ -115,6 +144,15 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
       fail("state dict: no mask '{}_mask' for the sparse parameter '{}'", p.name(), p.name());
     }
     p.assign_dense(ConstMatrixView{values->values.data(), p.rows(), p.cols(), p.cols()});
+  }
+  for (Parameter* b : buffers()) {
+    const StateTensor* t = state.find(b->name());
+    if (!t) fail("state dict: missing buffer '{}'", b->name());
+    if (t->shape != b->shape() || t->is_mask)
+      fail("state dict: buffer '{}' has shape [{}]{}, the model's buffer is float [{}]", t->name,
+           fmt::join(t->shape, ", "), t->is_mask ? " (a mask)" : "", fmt::join(b->shape(), ", "));
+    std::copy(t->values.begin(), t->values.end(), b->values().begin());
+    used.insert(b->name());
   }
   if (strict)
     for (const StateTensor& t : state.tensors)

@@ -37,7 +37,12 @@ class Module {
   // The parameter with this full name; the error lists the names that exist.
   Parameter& parameter(std::string_view name);
 
-  // `<name>` for every parameter (zeros at pruned positions) and `<name>_mask` for sparse ones.
+  // Buffers: named tensors that are saved and loaded with the model but never trained or
+  // sparsified (running statistics, fixed tables). Dense parameters underneath, kept apart.
+  std::vector<Parameter*> buffers();
+
+  // `<name>` for every parameter (zeros at pruned positions), `<name>_mask` for sparse ones, then
+  // every buffer.
   StateDict state_dict() const;
   // Loads values, and masks into sparse parameters. A `<name>_mask` for a dense parameter, a
   // missing tensor, a shape mismatch or (strict) an unknown tensor is an error naming it.
@@ -45,6 +50,7 @@ class Module {
 
  protected:
   Parameter& register_parameter(std::string local_name, Shape shape);
+  Parameter& register_buffer(std::string local_name, Shape shape);
   template <typename M>
   M& register_module(std::string local_name, std::unique_ptr<M> child) {
     M& ref = *child;
@@ -56,10 +62,13 @@ class Module {
   void attach(std::string local_name, std::unique_ptr<Module> child);
   void set_prefix(const std::string& prefix);
   void collect(std::vector<Entry>& out, bool dense_above) const;
+  void collect_buffers(std::vector<Parameter*>& out) const;
+  void check_new_name(const std::string& local_name) const;
 
   std::string type_;
   std::string prefix_;  // this module's dotted path plus ".", empty at the root
   std::vector<std::pair<std::string, std::unique_ptr<Parameter>>> params_;  // local name, parameter
+  std::vector<std::pair<std::string, std::unique_ptr<Parameter>>> buffers_;
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
 };
 

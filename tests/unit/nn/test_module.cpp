@@ -106,6 +106,35 @@ TEST(Module, StateDictHoldsZerosAtPrunedPositionsAndMasksForSparseParameters) {
   }
 }
 
+TEST(Module, BuffersAreSavedAndLoadedButNeverTrainedOrSparsified) {
+  struct Norm : Module {
+    Norm() : Module("BatchNorm") {
+      weight = &register_parameter("weight", {3});
+      mean = &register_buffer("running_mean", {3});
+    }
+    using Module::register_buffer;
+    Parameter *weight, *mean;
+  };
+  struct Holder : Module {
+    Holder() : Module("Holder") { norm = &register_module("bn", std::make_unique<Norm>()); }
+    Norm* norm;
+  } model;
+  EXPECT_EQ(model.parameters().size(), 1u);
+  ASSERT_EQ(model.buffers().size(), 1u);
+  EXPECT_EQ(model.buffers()[0]->name(), "bn.running_mean");
+  for (std::size_t i = 0; i < 3; ++i) model.norm->mean->values()[i] = 0.5f + static_cast<float>(i);
+  const StateDict state = model.state_dict();
+  ASSERT_EQ(state.tensors.size(), 2u);
+  EXPECT_EQ(state.tensors[1].name, "bn.running_mean");
+  Holder fresh;
+  fresh.load_state_dict(state);
+  EXPECT_EQ(fresh.norm->mean->values()[2], 2.5f);
+  StateDict missing = state;
+  missing.tensors.pop_back();
+  EXPECT_EQ(error_of([&] { fresh.load_state_dict(missing); }), "state dict: missing buffer 'bn.running_mean'");
+  EXPECT_EQ(error_of([&] { model.norm->register_buffer("weight", {1}); }), "'bn.weight' registered twice");
+}
+
 TEST(Module, LoadingAStateThatDoesNotFitNamesTheTensor) {
   Net sparse;
   sparse.head->weight->sparsify(Mask(3, 8, true));
