@@ -20,19 +20,23 @@ void check_local_name(std::string_view kind, const std::string& name) {
 
 }  // namespace
 
-void Module::check_new_name(const std::string& local_name) const {
+Parameter& Module::add_tensor(NamedTensors& list, std::string local_name, Shape shape) {
   check_local_name("parameter or buffer", local_name);
-  for (const auto* list : {&params_, &buffers_})
-    for (const auto& [name, p] : *list)
+  for (const auto* existing : {&params_, &buffers_})
+    for (const auto& [name, p] : *existing)
       if (name == local_name) fail("'{}{}' registered twice", prefix_, local_name);
+  auto tensor = std::make_unique<Parameter>(prefix_ + local_name, std::move(shape));
+  Parameter& ref = *tensor;
+  list.emplace_back(std::move(local_name), std::move(tensor));
+  return ref;
+}
+
+Parameter& Module::register_parameter(std::string local_name, Shape shape) {
+  return add_tensor(params_, std::move(local_name), std::move(shape));
 }
 
 Parameter& Module::register_buffer(std::string local_name, Shape shape) {
-  check_new_name(local_name);
-  auto buffer = std::make_unique<Parameter>(prefix_ + local_name, std::move(shape));
-  Parameter& ref = *buffer;
-  buffers_.emplace_back(std::move(local_name), std::move(buffer));
-  return ref;
+  return add_tensor(buffers_, std::move(local_name), std::move(shape));
 }
 
 void Module::collect_buffers(std::vector<Parameter*>& out) const {
@@ -44,14 +48,6 @@ std::vector<Parameter*> Module::buffers() {
   std::vector<Parameter*> out;
   collect_buffers(out);
   return out;
-}
-
-Parameter& Module::register_parameter(std::string local_name, Shape shape) {
-  check_new_name(local_name);
-  auto param = std::make_unique<Parameter>(prefix_ + local_name, std::move(shape));
-  Parameter& ref = *param;
-  params_.emplace_back(std::move(local_name), std::move(param));
-  return ref;
 }
 
 void Module::attach(std::string local_name, std::unique_ptr<Module> child) {

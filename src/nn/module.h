@@ -63,12 +63,13 @@ class Module {
   void set_prefix(const std::string& prefix);
   void collect(std::vector<Entry>& out, bool dense_above) const;
   void collect_buffers(std::vector<Parameter*>& out) const;
-  void check_new_name(const std::string& local_name) const;
+  using NamedTensors = std::vector<std::pair<std::string, std::unique_ptr<Parameter>>>;  // local name, tensor
+  Parameter& add_tensor(NamedTensors& list, std::string local_name, Shape shape);
 
   std::string type_;
   std::string prefix_;  // this module's dotted path plus ".", empty at the root
-  std::vector<std::pair<std::string, std::unique_ptr<Parameter>>> params_;  // local name, parameter
-  std::vector<std::pair<std::string, std::unique_ptr<Parameter>>> buffers_;
+  NamedTensors params_;
+  NamedTensors buffers_;
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
 };
 
