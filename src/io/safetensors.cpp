@@ -1,0 +1,420 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <fmt/ranges.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace sparsetrain {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; tensors are copied as they lie in memory");
+
+using json = nlohmann::json;
+
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+constexpr std::string_view kMetadataKey = "__metadata__";
+constexpr std::string_view kLfsPointer = "version https://git-lfs";
+
+struct Dtype {
+  std::string_view name;
+  uint64_t size;
+};
+constexpr Dtype kDtypes[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2},    {"I64", 8},
+                             {"I32", 4}, {"I16", 2}, {"I8", 1},  {"U8", 1},      {"BOOL", 1},
+                             {"U16", 2}, {"U32", 4}, {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+
+std::optional<uint64_t> dtype_size(std::string_view name) {
+  for (const Dtype& d : kDtypes)
+    if (d.name == name) return d.size;
+  return std::nullopt;
+}
+
+std::string dtype_names() {
+  std::string out;
+  for (const Dtype& d : kDtypes) out += (out.empty() ? "" : ", ") + std::string(d.name);
+  return out;
+}
+
+// The index of the first byte of an ill-formed UTF-8 sequence (overlong forms, surrogates and
+// code points above U+10FFFF included), or npos when all of `s` is well-formed.
+size_t invalid_utf8_at(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<uint8_t>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t cp = 0;
+    uint32_t min = 0;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1Fu, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0Fu, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07u, min = 0x10000;
+    } else {
+      return i;
+    }
+    if (s.size() - i < len) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const auto d = static_cast<uint8_t>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+// nlohmann's what() without its "[json.exception...] parse error at line L, column C: " prefix.
+std::string parse_reason(const json::parse_error& e) {
+  std::string_view what = e.what();
+  const size_t column = what.find("column ");
+  const size_t colon = column == std::string_view::npos ? column : what.find(": ", column);
+  return std::string(colon == std::string_view::npos ? what : what.substr(colon + 2));
+}
+
+struct Entry {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+Entry parse_entry(const std::string& file, const std::string& tensor, const json& value, uint64_t buffer_size) {
+  const std::string where = fmt::format("{}: tensor '{}'", file, tensor);
+  if (!value.is_object())
+    fail("{}: the entry is a JSON {}, not an object of dtype, shape and data_offsets", where, value.type_name());
+  for (const auto& [key, _] : value.items())
+    if (key != "dtype" && key != "shape" && key != "data_offsets")
+      fail("{}: unknown field '{}'; an entry has dtype, shape and data_offsets only", where, key);
+  for (const char* key : {"dtype", "shape", "data_offsets"})
+    if (!value.contains(key)) fail("{}: missing '{}'", where, key);
+
+  Entry e;
+  e.name = tensor;
+  const json& dtype = value["dtype"];
+  if (!dtype.is_string()) fail("{}: dtype is a JSON {}, not a string", where, dtype.type_name());
+  e.dtype = dtype.get<std::string>();
+  const std::optional<uint64_t> element_size = dtype_size(e.dtype);
+  if (!element_size) fail("{}: unknown dtype '{}'; expected one of {}", where, e.dtype, dtype_names());
+
+  const json& shape = value["shape"];
+  if (!shape.is_array()) fail("{}: shape is a JSON {}, not an array", where, shape.type_name());
+  uint64_t elements = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const json& d = shape[i];
+    if (d.is_number_integer() && !d.is_number_unsigned())
+      fail("{}: shape[{}] is {}; dimensions cannot be negative", where, i, d.dump());
+    if (!d.is_number_unsigned()) fail("{}: shape[{}] is {}, not a non-negative integer", where, i, d.dump());
+    const auto n = d.get<uint64_t>();
+    if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail("{}: shape[{}] is {}, above the largest dimension 2^63 - 1", where, i, n);
+    if (__builtin_mul_overflow(elements, n, &elements))
+      fail("{}: shape {} has more than 2^64 elements (the product overflows)", where, shape.dump());
+    e.shape.push_back(static_cast<int64_t>(n));
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(elements, *element_size, &bytes))
+    fail("{}: shape {} of {} takes more than 2^64 bytes (the size overflows)", where, shape.dump(), e.dtype);
+
+  const json& offsets = value["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned())
+    fail("{}: data_offsets {} is not two non-negative integers [begin, end]", where, offsets.dump());
+  e.begin = offsets[0].get<uint64_t>();
+  e.end = offsets[1].get<uint64_t>();
+  if (e.begin > e.end) fail("{}: data_offsets [{}, {}] decrease; begin must not exceed end", where, e.begin, e.end);
+  if (e.end - e.begin != bytes)
+    fail("{}: data_offsets [{}, {}] span {} bytes, but shape {} of {} takes {} bytes", where, e.begin, e.end,
+         e.end - e.begin, shape.dump(), e.dtype, bytes);
+  if (e.end > buffer_size)
+    fail("{}: data_offsets [{}, {}] run past the end of the {}-byte data buffer", where, e.begin, e.end, buffer_size);
+  return e;
+}
+
+// Parses the header, rejecting duplicate keys (nlohmann keeps the last one silently) and
+// recording the order of the top-level keys (nlohmann::json sorts them).
+json parse_header(const std::string& file, std::string_view text, std::vector<std::string>& key_order) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string entry;  // the top-level key whose value is being parsed
+  const auto check = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open_objects.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      open_objects.pop_back();
+    } else if (event == json::parse_event_t::key) {
+      const auto& key = parsed.get_ref<const std::string&>();
+      if (depth == 1) entry = key;
+      if (!open_objects.back().insert(key).second) {
+        if (depth == 1 && key == kMetadataKey) fail("{}: '__metadata__' appears twice in the header", file);
+        if (depth == 1) fail("{}: duplicate tensor name '{}' in the header", file, key);
+        if (depth == 2 && entry == kMetadataKey) fail("{}: duplicate metadata key '{}'", file, key);
+        if (depth == 2) fail("{}: tensor '{}': duplicate field '{}'", file, entry, key);
+        fail("{}: duplicate key '{}' in the header", file, key);
+      }
+      if (depth == 1) key_order.push_back(key);
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), check);
+  } catch (const json::parse_error& e) {
+    fail("{}: the header is not valid JSON: {} (at offset {})", file, parse_reason(e), 8 + e.byte - 1);
+  }
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// `s` with bytes outside printable ASCII as \xNN, for naming text that is not valid UTF-8.
+std::string escaped(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto b = static_cast<uint8_t>(c);
+    out += b >= 0x20 && b < 0x7f ? std::string(1, c) : fmt::format("\\x{:02x}", b);
+  }
+  return out;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// 0, or the errno of the failed write; a write that makes no progress counts as ENOSPC.
+int write_all(int fd, const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return ENOSPC;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std::string& name) {
+  const uint64_t size = bytes.size();
+  if (size == 0) fail("{}: empty file (0 bytes); a safetensors file starts with an 8-byte header length", name);
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (text.starts_with(kLfsPointer))
+    fail("{}: this is a Git LFS pointer file, not the checkpoint; fetch the data with `git lfs pull`", name);
+  if (size < 8)
+    fail("{}: {} bytes is too short for a safetensors file; the header length alone takes 8 bytes", name, size);
+
+  uint64_t header_size = 0;
+  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | bytes[static_cast<size_t>(i)];
+  if (header_size > kMaxHeaderBytes)
+    fail("{}: header length {} at offset 0 is over the limit of {} bytes", name, header_size, kMaxHeaderBytes);
+  if (header_size > size - 8)
+    fail("{}: header length {} at offset 0 runs past the end of the file ({} bytes, so at most {} bytes of header)",
+         name, header_size, size, size - 8);
+  if (header_size == 0) fail("{}: header length 0 at offset 0; the header must be a JSON object", name);
+
+  const std::string_view header = text.substr(8, header_size);
+  if (const size_t bad = invalid_utf8_at(header); bad != std::string_view::npos)
+    fail("{}: the header is not valid UTF-8 at offset {}", name, 8 + bad);
+  std::vector<std::string> key_order;
+  const json root = parse_header(name, header, key_order);
+  if (!root.is_object()) fail("{}: the header is a JSON {}, not an object", name, root.type_name());
+
+  const uint64_t data_start = 8 + header_size;
+  const uint64_t buffer_size = size - data_start;
+  SafetensorsFile result;
+  std::vector<Entry> entries;
+  for (const std::string& key : key_order) {
+    const json& value = root.at(key);
+    if (key != kMetadataKey) {
+      entries.push_back(parse_entry(name, key, value, buffer_size));
+      continue;
+    }
+    if (!value.is_object()) fail("{}: __metadata__ is a JSON {}, not an object of strings", name, value.type_name());
+    for (const auto& [k, v] : value.items()) {
+      if (!v.is_string()) fail("{}: __metadata__ value '{}' is a JSON {}, not a string", name, k, v.type_name());
+      result.metadata.emplace(k, v.get<std::string>());
+    }
+  }
+
+  // The tensors must tile the data buffer exactly: no gap, no overlap, nothing after the last.
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  const Entry* previous = nullptr;
+  for (const Entry& e : entries) {
+    if (e.begin > covered)
+      fail("{}: bytes [{}, {}) of the data buffer belong to no tensor (a gap before tensor '{}')", name, covered,
+           e.begin, e.name);
+    if (e.begin < covered)
+      fail("{}: tensor '{}' at data_offsets [{}, {}] overlaps tensor '{}' at [{}, {}]", name, e.name, e.begin, e.end,
+           previous->name, previous->begin, previous->end);
+    covered = e.end;
+    previous = &e;
+  }
+  if (covered != buffer_size)
+    fail("{}: {} trailing byte{} at offset {} after the last tensor's data", name, buffer_size - covered,
+         buffer_size - covered == 1 ? "" : "s", data_start + covered);
+
+  for (const Entry& e : entries)
+    if (e.dtype != "F32" && e.dtype != "BOOL")
+      fail("{}: tensor '{}' has dtype {}; sparsetrain reads F32 values and BOOL masks only", name, e.name, e.dtype);
+  result.tensors.tensors.reserve(entries.size());
+  for (const Entry& e : entries) {
+    const uint8_t* data = bytes.data() + data_start + e.begin;
+    const size_t n = static_cast<size_t>(e.end - e.begin);
+    StateTensor t;
+    t.name = e.name;
+    t.shape = e.shape;
+    if (e.dtype == "BOOL") {
+      for (size_t i = 0; i < n; ++i)
+        if (data[i] > 1)
+          fail("{}: tensor '{}': BOOL byte {} at offset {} is not 0 or 1", name, e.name, data[i],
+               data_start + e.begin + i);
+      t.is_mask = true;
+      t.keep.assign(data, data + n);
+    } else {
+      t.values.resize(n / sizeof(float));
+      if (n > 0) std::memcpy(t.values.data(), data, n);
+    }
+    result.tensors.tensors.push_back(std::move(t));
+  }
+  return result;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) fail("{}: cannot open: {}", path, errno_text(errno));
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) fail("{}: cannot stat: {}", path, errno_text(errno));
+  if (!S_ISREG(st.st_mode)) fail("{}: not a regular file", path);
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(file.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("{}: cannot read at offset {}: {}", path, done, errno_text(errno));
+    if (n == 0) break;  // the file shrank while being read; validation sees the bytes it has
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);
+  return read_safetensors_bytes(bytes, path);
+}
+
+void write_safetensors(const std::string& path, const StateDict& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  // Everything is checked before the file is touched, so a refused dict leaves no file behind.
+  const auto check_utf8 = [&](const std::string& s, std::string_view what) {
+    if (invalid_utf8_at(s) != std::string_view::npos) fail("{}: {} is not valid UTF-8", path, what);
+  };
+  std::string header = "{";
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    for (const auto& [key, value] : metadata) {
+      check_utf8(key, fmt::format("metadata key '{}'", escaped(key)));
+      check_utf8(value, fmt::format("the value of metadata key '{}'", escaped(key)));
+      if (header.back() != '{') header += ',';
+      header += json(key).dump() + ':' + json(value).dump();
+    }
+    header += "}";
+  }
+  std::set<std::string_view> names;
+  uint64_t offset = 0;
+  for (const StateTensor& t : tensors.tensors) {
+    check_utf8(t.name, fmt::format("tensor name '{}'", escaped(t.name)));
+    if (t.name == kMetadataKey) fail("{}: '__metadata__' is reserved and cannot name a tensor", path);
+    if (!names.insert(t.name).second) fail("{}: tensor '{}' appears twice in the state dict", path, t.name);
+    uint64_t elements = 1;
+    for (int64_t d : t.shape)
+      if (d < 0 || __builtin_mul_overflow(elements, static_cast<uint64_t>(d), &elements))
+        fail("{}: tensor '{}' has an invalid shape [{}]", path, t.name, fmt::join(t.shape, ", "));
+    const size_t stored = t.is_mask ? t.keep.size() : t.values.size();
+    if (elements != stored)
+      fail("{}: tensor '{}' has shape [{}] ({} elements) but {} {}", path, t.name, fmt::join(t.shape, ", "), elements,
+           stored, t.is_mask ? "mask bytes" : "values");
+    if (t.is_mask)
+      for (size_t i = 0; i < t.keep.size(); ++i)
+        if (t.keep[i] > 1) fail("{}: mask '{}' holds {} at index {}, not 0 or 1", path, t.name, t.keep[i], i);
+    const uint64_t size = stored * (t.is_mask ? 1 : sizeof(float));
+    if (header.back() != '{') header += ',';
+    header += json(t.name).dump();
+    header += fmt::format(R"(:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})", t.is_mask ? "BOOL" : "F32",
+                          fmt::join(t.shape, ","), offset, offset + size);
+    offset += size;
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  uint8_t length[8];
+  for (size_t i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
+
+  const std::string temp = fmt::format("{}.tmp-{}", path, ::getpid());
+  Fd file{::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  if (file.fd < 0) fail("{}: cannot create the temporary file '{}': {}", path, temp, errno_text(errno));
+  const auto give_up = [&](std::string_view what, int err) {
+    ::close(file.fd);
+    file.fd = -1;
+    ::unlink(temp.c_str());
+    fail("{}: {} '{}': {}", path, what, temp, errno_text(err));
+  };
+  int err = write_all(file.fd, length, sizeof length);
+  if (!err) err = write_all(file.fd, header.data(), header.size());
+  for (const StateTensor& t : tensors.tensors) {
+    if (err) break;
+    err = t.is_mask ? write_all(file.fd, t.keep.data(), t.keep.size())
+                    : write_all(file.fd, t.values.data(), t.values.size() * sizeof(float));
+  }
+  if (err) give_up("cannot write the temporary file", err);
+  if (::fsync(file.fd) != 0) give_up("cannot fsync the temporary file", errno);
+  const int closed = ::close(file.fd);
+  file.fd = -1;
+  if (closed != 0) {
+    const int close_err = errno;
+    ::unlink(temp.c_str());
+    fail("{}: cannot close the temporary file '{}': {}", path, temp, errno_text(close_err));
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int rename_err = errno;
+    ::unlink(temp.c_str());
+    fail("{}: cannot rename the temporary file '{}' over it: {}", path, temp, errno_text(rename_err));
+  }
+  // The rename is durable once the directory entry is; file systems that cannot fsync a
+  // directory say EINVAL, and there is nothing more to do on them.
+  const std::string dir = directory_of(path);
+  Fd directory{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (directory.fd < 0) fail("{}: written, but cannot open its directory '{}': {}", path, dir, errno_text(errno));
+  if (::fsync(directory.fd) != 0 && errno != EINVAL)
+    fail("{}: written, but cannot fsync its directory '{}': {}", path, dir, errno_text(errno));
+}
+
+}  // namespace sparsetrain
