@@ -3,20 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "error_of.h"
+#include "toy_modules.h"
 #include "formats/random_mask.h"
 #include "nn/module.h"
 
 namespace sparsetrain {
 namespace {
 
-struct Linear : Module {
-  Linear(int64_t in, int64_t out) : Module("Linear") {
-    weight = &register_parameter("weight", {out, in});
-    bias = &register_parameter("bias", {out});
-  }
-  Parameter* weight;
-  Parameter* bias;
-};
+using Linear = testing::ToyLinear;
 
 struct Block : Module {
   Block() : Module("Block") {
