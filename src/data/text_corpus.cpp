@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/npm_data.h"
+#include "core/utf8.h"
 #include "data/fashion_mnist.h"
 
 namespace sparsetrain {
@@ -144,48 +145,9 @@ std::vector<TextDocument> load_brown_corpus() {
 }
 
 void check_utf8(std::string_view text, const std::string& name) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int length = 0;
-    uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF) {
-      length = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      length = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      length = 4;
-      cp = c & 0x07;
-    } else if (c >= 0x80 && c <= 0xBF) {
-      fail("{}: invalid UTF-8 at byte offset {}: unexpected continuation byte 0x{:02x}", name, i, c);
-    } else {
-      fail("{}: invalid UTF-8 at byte offset {}: byte 0x{:02x} never occurs in UTF-8", name, i, c);
-    }
-    for (int k = 1; k < length; ++k) {
-      if (i + k >= n) {
-        fail("{}: invalid UTF-8 at byte offset {}: sequence of {} bytes cut off by the end of the text", name, i,
-             length);
-      }
-      const unsigned char next = s[i + k];
-      if ((next & 0xC0) != 0x80) {
-        fail("{}: invalid UTF-8 at byte offset {}: expected a continuation byte, found 0x{:02x}", name, i + k, next);
-      }
-      cp = cp << 6 | (next & 0x3F);
-    }
-    if ((length == 3 && cp < 0x800) || (length == 4 && cp < 0x10000)) {
-      fail("{}: invalid UTF-8 at byte offset {}: overlong encoding of U+{:04X}", name, i, cp);
-    }
-    if (cp >= 0xD800 && cp <= 0xDFFF) fail("{}: invalid UTF-8 at byte offset {}: surrogate U+{:04X}", name, i, cp);
-    if (cp > 0x10FFFF) fail("{}: invalid UTF-8 at byte offset {}: U+{:X} is above U+10FFFF", name, i, cp);
-    i += static_cast<size_t>(length);
+  if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
+    const Utf8Problem problem = utf8_problem_at(text, bad);
+    fail("{}: invalid UTF-8 at byte offset {}: {}", name, problem.offset, problem.reason);
   }
 }
 

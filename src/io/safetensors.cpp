@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace sparsetrain {
 namespace {
@@ -49,40 +50,6 @@ std::string dtype_names() {
   std::string out;
   for (const Dtype& d : kDtypes) out += (out.empty() ? "" : ", ") + std::string(d.name);
   return out;
-}
-
-// The index of the first byte of an ill-formed UTF-8 sequence (overlong forms, surrogates and
-// code points above U+10FFFF included), or npos when all of `s` is well-formed.
-size_t invalid_utf8_at(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<uint8_t>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t cp = 0;
-    uint32_t min = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1Fu, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0Fu, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07u, min = 0x10000;
-    } else {
-      return i;
-    }
-    if (s.size() - i < len) return i;
-    for (size_t k = 1; k < len; ++k) {
-      const auto d = static_cast<uint8_t>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (d & 0x3Fu);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += len;
-  }
-  return std::string_view::npos;
 }
 
 // nlohmann's what() without its "[json.exception...] parse error at line L, column C: " prefix.

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/npm_data.h"
+#include "core/utf8.h"
 
 namespace sparsetrain {
 
@@ -41,53 +42,6 @@ std::array<char32_t, 256> bytes_to_unicode() {
     map[b] = printable ? static_cast<char32_t>(b) : next++;
   }
   return map;
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
-
-// Length of the valid UTF-8 character at s[i], or 0 when the bytes there are not one (overlong
-// forms, surrogates and code points above U+10FFFF are invalid, as in PCRE2 and RFC 3629).
-std::size_t utf8_char_length(std::string_view s, std::size_t i, char32_t* code_point = nullptr) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  std::size_t n = 0;
-  char32_t cp = 0;
-  if (c < 0x80) {
-    n = 1, cp = c;
-  } else if ((c & 0xE0) == 0xC0) {
-    n = 2, cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3, cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4, cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  if (code_point) *code_point = cp;
-  return n;
 }
 
 std::string quote(std::string_view s) {
