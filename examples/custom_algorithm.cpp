@@ -8,7 +8,6 @@
 #include <cstdio>
 
 #include "config/sparsity_config.h"
-#include "core/philox.h"
 #include "optim/sgd.h"
 #include "sparsity/algorithm.h"
 #include "sparsity/mask_select.h"
@@ -23,11 +22,9 @@ class RandomPrune final : public DynamicSparsityAlgorithm {
   std::string name() const override { return "random_prune"; }
 
   Mask update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) override {
-    // Scores keyed by (seed, parameter name, step): the same run always prunes the same weights.
-    const Philox rng(options().seed, p.name(), static_cast<uint64_t>(step));
-    Matrix score(p.rows(), p.cols());
-    for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = rng.uniform(static_cast<uint64_t>(i));
-    return drop_minimum(score, mask, unit_format(p), kept_units(sparsity, units(p)));
+    // Noise keyed by (seed, parameter name, step): the same run always prunes the same weights.
+    return drop_minimum(random_scores(p, static_cast<uint64_t>(step)), mask, unit_format(p),
+                        kept_units(sparsity, units(p)));
   }
 };
 

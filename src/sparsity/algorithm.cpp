@@ -73,25 +73,19 @@ std::vector<double> SparsityAlgorithm::levels(int64_t step) const {
 Mask SparsityAlgorithm::initial_mask(Parameter& p, double level, const FormatSpec& f) const {
   const int64_t n = mask_units(f, p.rows(), p.cols());
   const int64_t keep = kept_count(level, n);
-  Matrix score(p.rows(), p.cols());
+  Matrix score;
   switch (options_.init_method) {
-    case InitMethod::Random: {
-      // Cerebras: the top-k of uniform noise, here keyed by the parameter's name.
-      const Philox rng(options_.seed, p.name(), /*stream=*/0);
-      for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = rng.uniform(static_cast<uint64_t>(i));
+    case InitMethod::Random:  // Cerebras: the top-k of uniform noise, here keyed by the parameter's name
+      score = random_scores(p, /*stream=*/0);
       break;
-    }
-    case InitMethod::TopK: {
-      const Matrix w = p.to_dense();
-      for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = std::fabs(w.data()[i]);
-      break;
-    }
+    case InitMethod::TopK: score = abs_values(p.to_dense()); break;
     case InitMethod::FromZeros: return Mask::nonzero_of(p.to_dense());
     case InitMethod::Checkerboard: {
       // Kept units evenly spaced in row-major unit order: unit u is kept when the running
       // count floor(u * keep / units) steps up, which keeps exactly `keep` of them.
       const int64_t b = f.kind == FormatKind::NM ? 1 : f.block;
       const int64_t unit_cols = (p.cols() + b - 1) / b;
+      score = Matrix(p.rows(), p.cols());
       for (int64_t r = 0; r < p.rows(); ++r)
         for (int64_t c = 0; c < p.cols(); ++c) {
           const int64_t u = (r / b) * unit_cols + c / b;
@@ -105,6 +99,18 @@ Mask SparsityAlgorithm::initial_mask(Parameter& p, double level, const FormatSpe
       return topk_mask(s.of(score), f, kept_count(level, mask_units(f, s.rows, s.cols)));
     });
   return topk_mask(score, f, keep);
+}
+
+Matrix SparsityAlgorithm::random_scores(const Parameter& p, uint64_t stream) const {
+  const Philox rng(options_.seed, p.name(), stream);
+  Matrix score(p.rows(), p.cols());
+  for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = rng.uniform(static_cast<uint64_t>(i));
+  return score;
+}
+
+Matrix SparsityAlgorithm::abs_values(Matrix m) {
+  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = std::fabs(m.data()[i]);
+  return m;
 }
 
 int64_t SparsityAlgorithm::kept_count(double level, int64_t units) const {

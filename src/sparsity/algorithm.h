@@ -112,6 +112,11 @@ class SparsityAlgorithm {
   // compressed format, or elements when masked-dense.
   FormatSpec unit_format(const Parameter& p) const;
   int64_t units(const Parameter& p) const;
+  // Uniform noise in [0, 1) over the parameter's elements, keyed by (seed, parameter name,
+  // stream), so a parameter's random choices depend on nothing else. Stream 0 is the initial mask.
+  Matrix random_scores(const Parameter& p, uint64_t stream) const;
+  // Element-wise |m|: the magnitude scores of weights and gradients.
+  static Matrix abs_values(Matrix m);
   // Units kept at `level` out of `units`, rounded as the options say.
   int64_t kept_count(double level, int64_t units) const;
   // The stripes of balanced selection for a parameter whose units follow `f`, if the options ask

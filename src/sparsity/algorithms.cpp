@@ -1,21 +1,12 @@
 #include "sparsity/algorithms.h"
 
-#include <cmath>
-
 #include "core/error.h"
-#include "core/philox.h"
 #include "sparsity/balanced.h"
 #include "sparsity/mask_select.h"
 
 namespace sparsetrain {
 
 namespace {
-
-Matrix magnitudes(const Parameter& p) {
-  Matrix w = p.to_dense();
-  for (int64_t i = 0; i < w.size(); ++i) w.data()[i] = std::fabs(w.data()[i]);
-  return w;
-}
 
 // Kept units of a mask: elements, or blocks (a kept block keeps its top-left element, which is
 // always inside the matrix).
@@ -42,7 +33,7 @@ GMP::GMP(LevelSchedule sparsity, UpdateSchedule schedule, SparsityOptions option
 }
 
 Mask GMP::update_mask(Parameter& p, const Mask& /*mask*/, double sparsity, int64_t /*step*/) {
-  return topk_mask(magnitudes(p), unit_format(p), kept_count(sparsity, units(p)));
+  return topk_mask(abs_values(p.to_dense()), unit_format(p), kept_count(sparsity, units(p)));
 }
 
 DropAndGrow::DropAndGrow(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction,
@@ -53,7 +44,7 @@ DropAndGrow::DropAndGrow(LevelSchedule sparsity, UpdateSchedule schedule, LevelS
 Mask DropAndGrow::update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) {
   const FormatSpec f = unit_format(p);
   const double drop = drop_fraction_.at(step, updates_done_);
-  const Matrix magnitude = magnitudes(p), grow = grow_scores(p, step);
+  const Matrix magnitude = abs_values(p.to_dense()), grow = grow_scores(p, step);
   auto drop_and_grow = [&](const Stripe& s, const Mask* current) {
     const int64_t target = kept_count(sparsity, mask_units(f, s.rows, s.cols));
     const int64_t keep = std::min(kept_units(drop, kept_in(*current, f)), target);
@@ -69,10 +60,7 @@ SET::SET(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fra
 
 Matrix SET::grow_scores(Parameter& p, int64_t /*step*/) const {
   // Stream 0 drew the initial mask; update k draws from stream k + 1.
-  const Philox rng(options_.seed, p.name(), static_cast<uint64_t>(updates_done_) + 1);
-  Matrix score(p.rows(), p.cols());
-  for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = rng.uniform(static_cast<uint64_t>(i));
-  return score;
+  return random_scores(p, static_cast<uint64_t>(updates_done_) + 1);
 }
 
 RigL::RigL(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction, SparsityOptions options)
@@ -87,8 +75,7 @@ Matrix RigL::grow_scores(Parameter& p, int64_t step) const {
   if (p.dense_grad.rows() != p.rows() || p.dense_grad.cols() != p.cols())
     fail("rigl: step {} updates '{}' but its dense gradient was not computed (is [{} x {}], expected [{} x {}])", step,
          p.name(), p.dense_grad.rows(), p.dense_grad.cols(), p.rows(), p.cols());
-  Matrix score(p.rows(), p.cols());
-  for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = std::fabs(p.dense_grad.data()[i]);
+  Matrix score = abs_values(std::move(p.dense_grad));
   p.dense_grad = Matrix();  // used once: a later update without a fresh gradient is an error
   return score;
 }
