@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "formats/bucket_sort.h"
+#include "formats/gather.h"
 #include "kernels/spmm.h"
 
 namespace sparsetrain {
@@ -27,20 +28,10 @@ NmMatrix::NmMatrix(int64_t rows, int64_t cols, int n, int m)
 NmTransposedView NmMatrix::transposed_view() {
   const int64_t entries = rows_ * groups_;
   if (transposed_stale_) {
-    parallel_run(num_threads(), [&](int ith, int nth) {
-      int64_t begin, end;
-      balance_even(entries, ith, nth, begin, end);
-      const int n = n_;
-      const float* src = values_.data();
-      float* dst = t_values_.data();
-      for (int64_t e = begin; e < end; ++e)
-        for (int s = 0; s < n; ++s) dst[e * n + s] = src[static_cast<int64_t>(t_source_[e]) * n + s];
-    });
+    parallel_gather(values_.data(), t_source_.data(), entries, n_, t_values_.data());
     transposed_stale_ = false;
   }
-  return {rows_,           cols_,         n_,
-          m_,              t_slices_,     t_buckets_,
-          t_ptr_.data(),   t_row_.data(), t_offset_.data(),
+  return {rows_,           cols_, n_, m_, t_slices_, t_buckets_, t_ptr_.data(), t_row_.data(), t_offset_.data(),
           t_values_.data()};
 }
 
@@ -71,7 +62,8 @@ void NmMatrix::scan_mask(const Mask& mask) {
   for (int64_t bad : first_bad) {
     if (bad < 0) continue;
     const int64_t r = bad / groups_, g = bad % groups_;
-    const int64_t kept = std::count_if(mask.row(r) + g * m_, mask.row(r) + (g + 1) * m_, [](uint8_t v) { return v != 0; });
+    const int64_t kept =
+        std::count_if(mask.row(r) + g * m_, mask.row(r) + (g + 1) * m_, [](uint8_t v) { return v != 0; });
     fail("{}:{}: row {}, group {} (cols {}..{}) keeps {} weights, expected exactly {}", n_, m_, r, g, g * m_,
          g * m_ + m_ - 1, kept, n_);
   }
@@ -192,8 +184,7 @@ void NmMatrix::forward(const PackedTokens& x, const float* bias, MatrixView y) c
 
 void NmMatrix::backward_data(const PackedTokens& dy, MatrixView dx) { nm_bwd_data(transposed_view(), dy, dx); }
 
-void NmMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
-                                bool accumulate) const {
+void NmMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate) const {
   nm_sddmm(view(), dy, x, dvalues, accumulate);
 }
 

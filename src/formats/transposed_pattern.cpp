@@ -6,6 +6,7 @@
 #include "core/parallel.h"
 #include "formats/bucket_sort.h"
 #include "formats/column_slices.h"
+#include "formats/gather.h"
 
 namespace sparsetrain {
 
@@ -42,14 +43,11 @@ void TransposedPattern::refresh(const float* src_values) {
   const int64_t blocks = view_.blocks();
   const int64_t bb = static_cast<int64_t>(b) * b;
   float* dst = values_.data();
-  // A gather through perm_: memory-bound, so both threads help.
+  if (b == 1) return parallel_gather(src_values, perm_.data(), blocks, 1, dst);
+  // Blocks are gathered through perm_ and transposed on the way.
   parallel_run(num_threads(), [&](int ith, int nth) {
     int64_t begin, end;
     balance_even(blocks, ith, nth, begin, end);
-    if (b == 1) {
-      for (int64_t k = begin; k < end; ++k) dst[k] = src_values[perm_[k]];
-      return;
-    }
     for (int64_t k = begin; k < end; ++k) {
       const float* s = src_values + perm_[k] * bb;
       float* d = dst + k * bb;
