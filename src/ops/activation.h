@@ -1,0 +1,21 @@
+#pragma once
+// Element-wise activations and their derivatives, for the MLP's hidden layers and the GPT's MLP.
+// GELU is GPT-2's tanh approximation (Hugging Face `gelu_new`, PyTorch gelu(approximate='tanh')):
+//   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+#include <cstdint>
+#include <string>
+
+namespace sparsetrain {
+
+enum class Activation { None, ReLU, Sigmoid, Tanh, Gelu };
+// "none", "relu", "sigmoid", "tanh", "gelu"; an unknown name is an Error naming `source` and the choices.
+Activation parse_activation(const std::string& text, const std::string& source);
+const char* activation_name(Activation a);
+
+// y[i] = f(x[i]) for i < n; y may alias x.
+void activation_forward(Activation a, const float* x, float* y, int64_t n);
+// dx[i] = dy[i] * f'(x[i]), given the forward input x and output y (whichever the derivative
+// needs: sigmoid and tanh use y, relu and gelu use x). dx may alias dy.
+void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx, int64_t n);
+
+}  // namespace sparsetrain

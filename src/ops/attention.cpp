@@ -1,0 +1,196 @@
+#include "ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "kernels/dense_gemm.h"
+
+namespace sparsetrain {
+
+// Layouts, per (batch b, head h) pair, D = C / H, ld = 3C:
+//   q[t] = qkv.row(b*T + t) + h*D,  k[t] = q[t] + C,  v[t] = q[t] + 2C    (D floats each)
+//   probs[((b*H + h)*T + t)*T + s] = att[b, h][t, s], zero for s > t
+//   out.row(b*T + t) + h*D = sum_{s <= t} att[t, s] v[s]
+//
+// The big products go through oneDNN's gemm in row blocks of kBlock queries, and only over the
+// causal part: a block's strictly-past keys are one rectangular gemm, the triangle inside the
+// diagonal block is a plain loop. A masked entry is never multiplied with a future key or value,
+// so in the forward pass a non-finite value at position s reaches only the outputs of tokens
+// t >= s (0 * NaN would otherwise leak it backwards in time), and half the flops of a full
+// T x T product are skipped.
+//
+// Each pair runs on one thread with gemm called inside parallel_run's region, where oneDNN stays
+// single-threaded; every output element is therefore computed in one fixed order.
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+// Y[t] = alpha * sum_{s <= t} W[t, s] X[s] for t < T: W [T x T] lower triangular (row stride T),
+// X and Y rows of D floats with strides ldx and ldy. Y is overwritten.
+void causal_rows(int64_t T, int64_t D, float alpha, const float* W, const float* X, int64_t ldx, float* Y,
+                 int64_t ldy) {
+  for (int64_t t0 = 0; t0 < T; t0 += kBlock) {
+    const int64_t t1 = std::min(t0 + kBlock, T);
+    if (t0 > 0) {
+      gemm(false, false, t1 - t0, D, t0, alpha, W + t0 * T, T, X, ldx, 0.0f, Y + t0 * ldy, ldy);
+    } else {
+      for (int64_t t = t0; t < t1; ++t) std::fill(Y + t * ldy, Y + t * ldy + D, 0.0f);
+    }
+    for (int64_t t = t0; t < t1; ++t) {
+      float* yt = Y + t * ldy;
+      for (int64_t s = t0; s <= t; ++s) {
+        const float a = alpha * W[t * T + s];
+        const float* xs = X + s * ldx;
+        for (int64_t d = 0; d < D; ++d) yt[d] += a * xs[d];
+      }
+    }
+  }
+}
+
+// Y[s] = alpha * sum_{t >= s} W[t, s] X[t] for s < T: the transposed product of causal_rows.
+void causal_cols(int64_t T, int64_t D, float alpha, const float* W, const float* X, int64_t ldx, float* Y,
+                 int64_t ldy) {
+  for (int64_t s0 = 0; s0 < T; s0 += kBlock) {
+    const int64_t s1 = std::min(s0 + kBlock, T);
+    if (s1 < T) {
+      // W[s1:T, s0:s1]^T X[s1:T]: op(A) = A^T with A the [T - s1 x s1 - s0] panel of W.
+      gemm(true, false, s1 - s0, D, T - s1, alpha, W + s1 * T + s0, T, X + s1 * ldx, ldx, 0.0f, Y + s0 * ldy, ldy);
+    } else {
+      for (int64_t s = s0; s < s1; ++s) std::fill(Y + s * ldy, Y + s * ldy + D, 0.0f);
+    }
+    for (int64_t t = s0; t < s1; ++t) {
+      const float* xt = X + t * ldx;
+      for (int64_t s = s0; s <= t; ++s) {
+        const float a = alpha * W[t * T + s];
+        float* ys = Y + s * ldy;
+        for (int64_t d = 0; d < D; ++d) ys[d] += a * xt[d];
+      }
+    }
+  }
+}
+
+// S[t, s] = alpha * A[t] . B[s] for s below the end of t's row block, A and B rows of D floats:
+// the causal part of A B^T [T x T] (row stride T). Entries above the diagonal are computed for
+// the diagonal block only and are the caller's to overwrite or ignore.
+void causal_scores(int64_t T, int64_t D, float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
+                   float* S) {
+  for (int64_t t0 = 0; t0 < T; t0 += kBlock) {
+    const int64_t t1 = std::min(t0 + kBlock, T);
+    gemm(false, true, t1 - t0, t1, D, alpha, A + t0 * lda, lda, B, ldb, 0.0f, S + t0 * T, T);
+  }
+}
+
+void check_shape(const char* op, const AttentionShape& s) {
+  if (s.batch < 0 || s.seq < 0 || s.heads <= 0 || s.channels <= 0 || s.channels % s.heads != 0)
+    fail(
+        "{}: batch {}, seq {}, heads {}, channels {}: expected batch and seq >= 0, heads and channels > 0, "
+        "channels a multiple of heads",
+        op, s.batch, s.seq, s.heads, s.channels);
+}
+
+void check_view(const char* op, const char* name, ConstMatrixView m, int64_t rows, int64_t cols) {
+  if (m.rows != rows || m.cols != cols || m.ld < cols)
+    fail("{}: {} is [{} x {}] with ld {}; expected [{} x {}] (B*T rows) with ld >= {}", op, name, m.rows, m.cols, m.ld,
+         rows, cols, cols);
+}
+
+// At least two parts, so that gemm either runs inside parallel_run's region or on a one-thread
+// pool: a lone pair would otherwise call oneDNN from outside, where its own threading could
+// change the summation order.
+int pair_parts(int64_t pairs) { return static_cast<int>(std::clamp<int64_t>(pairs, 2, 1 << 16)); }
+
+}  // namespace
+
+// qkv [B*T x 3C], out [B*T x C], probs [B*H*T*T].
+void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView out, float* probs) {
+  check_shape("attention_forward", s);
+  const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
+  check_view("attention_forward", "qkv", qkv, B * T, 3 * C);
+  check_view("attention_forward", "out", out, B * T, C);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const int64_t pairs = B * H;
+
+  parallel_run(pair_parts(pairs), [&](int ith, int nth) {
+    int64_t p0 = 0, p1 = 0;
+    balance_even(pairs, ith, nth, p0, p1);
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t b = p / H, h = p % H;
+      const float* q = qkv.row(b * T) + h * D;
+      const float* k = q + C;
+      const float* v = q + 2 * C;
+      float* att = probs + p * T * T;  // [T x T]
+
+      // att = softmax(q k^T / sqrt(D)) over s <= t
+      causal_scores(T, D, scale, q, qkv.ld, k, qkv.ld, att);
+      for (int64_t t = 0; t < T; ++t) {
+        float* row = att + t * T;
+        float maxv = row[0];
+        for (int64_t j = 1; j <= t; ++j) maxv = std::max(maxv, row[j]);
+        double sum = 0.0;
+        for (int64_t j = 0; j <= t; ++j) {
+          row[j] = std::exp(row[j] - maxv);
+          sum += row[j];
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j <= t; ++j) row[j] *= inv;
+        std::fill(row + t + 1, row + T, 0.0f);
+      }
+
+      // out = att v
+      causal_rows(T, D, 1.0f, att, v, qkv.ld, out.row(b * T) + h * D, out.ld);
+    }
+  });
+}
+
+// Per pair, with P = att and dP = dout v^T:
+//   dv = P^T dout
+//   dS[t, s] = P[t, s] (dP[t, s] - sum_j P[t, j] dP[t, j])   (softmax backward, s <= t)
+//   dq = dS k / sqrt(D),  dk = dS^T q / sqrt(D)
+void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatrixView qkv, const float* probs,
+                        MatrixView dqkv) {
+  check_shape("attention_backward", s);
+  const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
+  check_view("attention_backward", "dout", dout, B * T, C);
+  check_view("attention_backward", "qkv", qkv, B * T, 3 * C);
+  check_view("attention_backward", "dqkv", dqkv, B * T, 3 * C);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const int64_t pairs = B * H;
+
+  parallel_run(pair_parts(pairs), [&](int ith, int nth) {
+    int64_t p0 = 0, p1 = 0;
+    balance_even(pairs, ith, nth, p0, p1);
+    std::vector<float> ds(static_cast<size_t>(p1 > p0 ? T * T : 0));  // dP, then dS in place [T x T]
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t b = p / H, h = p % H;
+      const float* q = qkv.row(b * T) + h * D;
+      const float* k = q + C;
+      const float* v = q + 2 * C;
+      const float* dy = dout.row(b * T) + h * D;
+      float* dq = dqkv.row(b * T) + h * D;
+      float* dk = dq + C;
+      float* dv = dq + 2 * C;
+      const float* att = probs + p * T * T;
+
+      // dP = dout v^T, over the causal part (entries above the diagonal are not used)
+      causal_scores(T, D, 1.0f, dy, dout.ld, v, qkv.ld, ds.data());
+      for (int64_t t = 0; t < T; ++t) {
+        const float* pt = att + t * T;
+        float* dst = ds.data() + t * T;
+        double dot = 0.0;
+        for (int64_t j = 0; j <= t; ++j) dot += static_cast<double>(pt[j]) * dst[j];
+        const float dotf = static_cast<float>(dot);
+        for (int64_t j = 0; j <= t; ++j) dst[j] = pt[j] * (dst[j] - dotf);
+      }
+
+      causal_rows(T, D, scale, ds.data(), k, qkv.ld, dq, dqkv.ld);
+      causal_cols(T, D, scale, ds.data(), q, qkv.ld, dk, dqkv.ld);
+      causal_cols(T, D, 1.0f, att, dy, dout.ld, dv, dqkv.ld);
+    }
+  });
+}
+
+}  // namespace sparsetrain

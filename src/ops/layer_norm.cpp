@@ -1,0 +1,120 @@
+#include "ops/layer_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace sparsetrain {
+
+namespace {
+
+// Rows (or channels) per part below which a second thread costs more than it saves.
+constexpr int64_t kMinRowsPerThread = 16;
+constexpr int64_t kMinChannelsPerThread = 64;
+
+int parts_for(int64_t items, int64_t min_per_part) {
+  return static_cast<int>(std::clamp<int64_t>(items / min_per_part, 1, 1 << 16));
+}
+
+void check_same_shape(const char* op, const char* a_name, ConstMatrixView a, const char* b_name, ConstMatrixView b) {
+  if (a.rows != b.rows || a.cols != b.cols)
+    fail("{}: {} is [{} x {}] but {} is [{} x {}]; they must have the same shape", op, a_name, a.rows, a.cols, b_name,
+         b.rows, b.cols);
+}
+
+}  // namespace
+
+// x, y [T x C]; gamma, beta [C]; mean, rstd [T].
+void layer_norm_forward(ConstMatrixView x, const float* gamma, const float* beta, float eps, MatrixView y, float* mean,
+                        float* rstd) {
+  check_same_shape("layer_norm_forward", "x", x, "y", y);
+  const int64_t T = x.rows, C = x.cols;
+  if (C == 0) fail("layer_norm_forward: x has no columns; expected at least one feature per row");
+  parallel_run(parts_for(T, kMinRowsPerThread), [&](int ith, int nth) {
+    int64_t t0 = 0, t1 = 0;
+    balance_even(T, ith, nth, t0, t1);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xt = x.row(t);
+      // Two passes in double: the mean, then the biased variance about it (no cancellation).
+      double sum = 0.0;
+      for (int64_t c = 0; c < C; ++c) sum += xt[c];
+      const double m = sum / static_cast<double>(C);
+      double sq = 0.0;
+      for (int64_t c = 0; c < C; ++c) {
+        const double d = xt[c] - m;
+        sq += d * d;
+      }
+      const double var = sq / static_cast<double>(C);
+      const float mf = static_cast<float>(m);
+      const float rf = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
+      float* yt = y.row(t);
+      for (int64_t c = 0; c < C; ++c) yt[c] = (xt[c] - mf) * rf * gamma[c] + beta[c];
+      mean[t] = mf;
+      rstd[t] = rf;
+    }
+  });
+}
+
+// With xhat = (x - mean) * rstd and g = dy * gamma (the gradient at xhat):
+//   dx = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))
+//   dgamma = sum_t dy * xhat,  dbeta = sum_t dy
+void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gamma, const float* mean,
+                         const float* rstd, MatrixView dx, float* dgamma, float* dbeta) {
+  check_same_shape("layer_norm_backward", "dy", dy, "x", x);
+  check_same_shape("layer_norm_backward", "dx", dx, "x", x);
+  const int64_t T = x.rows, C = x.cols;
+
+  // dx: rows are independent.
+  parallel_run(parts_for(T, kMinRowsPerThread), [&](int ith, int nth) {
+    int64_t t0 = 0, t1 = 0;
+    balance_even(T, ith, nth, t0, t1);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xt = x.row(t);
+      const float* dyt = dy.row(t);
+      const float m = mean[t], r = rstd[t];
+      double g_sum = 0.0, gx_sum = 0.0;
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xt[c] - m) * r;
+        const float g = dyt[c] * gamma[c];
+        g_sum += g;
+        gx_sum += static_cast<double>(g) * xhat;
+      }
+      const float g_mean = static_cast<float>(g_sum / static_cast<double>(C));
+      const float gx_mean = static_cast<float>(gx_sum / static_cast<double>(C));
+      float* dxt = dx.row(t);
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xt[c] - m) * r;
+        const float g = dyt[c] * gamma[c];
+        dxt[c] += r * (g - g_mean - xhat * gx_mean);
+      }
+    }
+  });
+
+  // dgamma, dbeta: split over channels, every thread walks all tokens in order, so each sum has
+  // one order whatever the thread count.
+  parallel_run(parts_for(C, kMinChannelsPerThread), [&](int ith, int nth) {
+    int64_t c0 = 0, c1 = 0;
+    balance_even(C, ith, nth, c0, c1);
+    const int64_t n = c1 - c0;
+    std::vector<double> dg(static_cast<size_t>(n), 0.0), db(static_cast<size_t>(n), 0.0);
+    for (int64_t t = 0; t < T; ++t) {
+      const float* xt = x.row(t) + c0;
+      const float* dyt = dy.row(t) + c0;
+      const float m = mean[t], r = rstd[t];
+      for (int64_t j = 0; j < n; ++j) {
+        const float xhat = (xt[j] - m) * r;
+        dg[j] += static_cast<double>(dyt[j]) * xhat;
+        db[j] += dyt[j];
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      dgamma[c0 + j] += static_cast<float>(dg[j]);
+      dbeta[c0 + j] += static_cast<float>(db[j]);
+    }
+  });
+}
+
+}  // namespace sparsetrain

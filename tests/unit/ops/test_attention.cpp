@@ -1,0 +1,238 @@
+// Causal self-attention against a float64 reference: outputs, saved probabilities (layout
+// probs[((b*H + h)*T + t)*T + s]), the backward pass analytically and by central differences,
+// strided views, causality under a non-finite future token and thread-count independence.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "layer_ops_testing.h"
+#include "ops/attention.h"
+
+namespace sparsetrain {
+namespace {
+
+using namespace layer_testing;
+
+struct AttRef {
+  std::vector<double> out;    // [B*T x C]
+  std::vector<double> probs;  // [B*H*T*T]
+};
+
+// qkv dense [B*T x 3C] in float64.
+AttRef att_forward_ref(const AttentionShape& s, const std::vector<double>& qkv) {
+  const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
+  AttRef r{std::vector<double>(static_cast<size_t>(B * T * C)),
+           std::vector<double>(static_cast<size_t>(s.probs_size()))};
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  std::vector<double> row(static_cast<size_t>(T));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const double* q = &qkv[static_cast<size_t>((b * T + t) * 3 * C + h * D)];
+        double maxv = -INFINITY;
+        for (int64_t j = 0; j <= t; ++j) {
+          const double* k = &qkv[static_cast<size_t>((b * T + j) * 3 * C + C + h * D)];
+          double dot = 0.0;
+          for (int64_t d = 0; d < D; ++d) dot += q[d] * k[d];
+          row[j] = dot * scale;
+          maxv = std::max(maxv, row[j]);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j <= t; ++j) sum += (row[j] = std::exp(row[j] - maxv));
+        double* p = &r.probs[static_cast<size_t>(((b * H + h) * T + t) * T)];
+        for (int64_t j = 0; j <= t; ++j) p[j] = row[j] / sum;
+        double* o = &r.out[static_cast<size_t>((b * T + t) * C + h * D)];
+        for (int64_t j = 0; j <= t; ++j) {
+          const double* v = &qkv[static_cast<size_t>((b * T + j) * 3 * C + 2 * C + h * D)];
+          for (int64_t d = 0; d < D; ++d) o[d] += p[j] * v[d];
+        }
+      }
+  return r;
+}
+
+// dqkv dense [B*T x 3C] from dout dense [B*T x C].
+std::vector<double> att_backward_ref(const AttentionShape& s, const std::vector<double>& dout,
+                                     const std::vector<double>& qkv) {
+  const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
+  const AttRef f = att_forward_ref(s, qkv);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  std::vector<double> dqkv(qkv.size(), 0.0), ds(static_cast<size_t>(T));
+  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
+    return static_cast<size_t>((b * T + t) * 3 * C + part * C + h * D);
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const double* p = &f.probs[static_cast<size_t>(((b * H + h) * T + t) * T)];
+        const double* dy = &dout[static_cast<size_t>((b * T + t) * C + h * D)];
+        double dot = 0.0;
+        for (int64_t j = 0; j <= t; ++j) {
+          double dp = 0.0;
+          for (int64_t d = 0; d < D; ++d) dp += dy[d] * qkv[at(b, j, 2, h) + d];
+          ds[j] = dp;
+          dot += p[j] * dp;
+          for (int64_t d = 0; d < D; ++d) dqkv[at(b, j, 2, h) + d] += p[j] * dy[d];  // dv
+        }
+        for (int64_t j = 0; j <= t; ++j) {
+          const double g = p[j] * (ds[j] - dot) * scale;
+          for (int64_t d = 0; d < D; ++d) {
+            dqkv[at(b, t, 0, h) + d] += g * qkv[at(b, j, 1, h) + d];  // dq
+            dqkv[at(b, j, 1, h) + d] += g * qkv[at(b, t, 0, h) + d];  // dk
+          }
+        }
+      }
+  return dqkv;
+}
+
+struct Problem {
+  AttentionShape s;
+  Padded qkv, out, dout, dqkv;
+  std::vector<float> probs;
+
+  Problem(AttentionShape shape, uint64_t seed)
+      : s(shape),
+        qkv(s.batch * s.seq, 3 * s.channels, 3),
+        out(s.batch * s.seq, s.channels, 2),
+        dout(s.batch * s.seq, s.channels, 1),
+        dqkv(s.batch * s.seq, 3 * s.channels, 4),
+        probs(static_cast<size_t>(s.probs_size()), kNaN) {
+    qkv.fill_nonzero(Philox(seed, "att.qkv"));
+    dout.fill_nonzero(Philox(seed, "att.dout"));
+  }
+  void forward() { attention_forward(s, qkv.cview(), out.view(), probs.data()); }
+  void backward() { attention_backward(s, dout.cview(), qkv.cview(), probs.data(), dqkv.view()); }
+};
+
+std::string name_of(const AttentionShape& s) {
+  return "B=" + std::to_string(s.batch) + " T=" + std::to_string(s.seq) + " H=" + std::to_string(s.heads) +
+         " C=" + std::to_string(s.channels);
+}
+
+// Sequence lengths below, at and past the 32-query blocks of the implementation.
+const AttentionShape kShapes[] = {{1, 1, 1, 5},  {2, 3, 1, 5},  {1, 17, 3, 12}, {2, 17, 3, 33},
+                                  {1, 33, 3, 6}, {1, 40, 1, 8}, {1, 64, 2, 8},  {2, 70, 3, 24}};
+
+TEST(Attention, ForwardMatchesFloat64Reference) {
+  for (const AttentionShape& s : kShapes) {
+    SCOPED_TRACE(name_of(s));
+    Problem p(s, static_cast<uint64_t>(s.seq * 1000 + s.channels));
+    p.forward();
+    const AttRef ref = att_forward_ref(s, p.qkv.to_double());
+    const int64_t T = s.seq;
+    for (int64_t bh = 0; bh < s.batch * s.heads; ++bh)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < T; ++j) {
+          const size_t i = static_cast<size_t>((bh * T + t) * T + j);
+          if (j > t) {
+            ASSERT_EQ(p.probs[i], 0.0f) << "above the diagonal: pair " << bh << " t=" << t << " s=" << j;
+          } else {
+            ASSERT_TRUE(close(p.probs[i], ref.probs[i], 1e-5, 1e-7)) << "pair " << bh << " t=" << t << " s=" << j;
+          }
+        }
+    for (int64_t r = 0; r < s.batch * T; ++r)
+      for (int64_t c = 0; c < s.channels; ++c)
+        ASSERT_TRUE(close(p.out.at(r, c), ref.out[static_cast<size_t>(r * s.channels + c)], 1e-5, 1e-6))
+            << "out " << r << "," << c;
+    EXPECT_TRUE(p.out.padding_untouched());
+  }
+}
+
+TEST(Attention, BackwardMatchesFloat64Reference) {
+  for (const AttentionShape& s : kShapes) {
+    SCOPED_TRACE(name_of(s));
+    Problem p(s, static_cast<uint64_t>(s.seq * 1000 + s.channels));
+    p.forward();
+    p.backward();
+    const std::vector<double> ref = att_backward_ref(s, p.dout.to_double(), p.qkv.to_double());
+    const double scale = max_abs(ref);
+    ASSERT_GT(scale, 0.0);
+    for (int64_t r = 0; r < p.dqkv.rows; ++r)
+      for (int64_t c = 0; c < p.dqkv.cols; ++c)
+        ASSERT_TRUE(close(p.dqkv.at(r, c), ref[static_cast<size_t>(r * p.dqkv.cols + c)], 1e-4, 1e-5 * scale))
+            << "dqkv " << r << "," << c;
+    EXPECT_TRUE(p.dqkv.padding_untouched());
+  }
+}
+
+// L = sum(out * dout), differentiated by central differences of the float64 forward with respect
+// to every element of qkv (every 13th for the largest shape).
+TEST(Attention, BackwardMatchesFiniteDifferences) {
+  for (const AttentionShape& s : kShapes) {
+    SCOPED_TRACE(name_of(s));
+    Problem p(s, static_cast<uint64_t>(s.seq * 1000 + s.channels + 7));
+    p.forward();
+    p.backward();
+    std::vector<double> qkv = p.qkv.to_double();
+    const std::vector<double> r = p.dout.to_double();
+    auto loss = [&] {
+      const AttRef f = att_forward_ref(s, qkv);
+      double l = 0.0;
+      for (size_t i = 0; i < r.size(); ++i) l += f.out[i] * r[i];
+      return l;
+    };
+    const size_t stride = qkv.size() > 5000 ? 13 : 1;
+    std::vector<double> fd(qkv.size(), 0.0);
+    for (size_t i = 0; i < qkv.size(); i += stride) fd[i] = central_diff(qkv, i, loss);
+    const double scale = max_abs(fd);
+    ASSERT_GT(scale, 0.0);
+    for (size_t i = 0; i < qkv.size(); i += stride) {
+      const int64_t row = static_cast<int64_t>(i) / p.qkv.cols, col = static_cast<int64_t>(i) % p.qkv.cols;
+      ASSERT_TRUE(close(p.dqkv.at(row, col), fd[i], 1e-4, 1e-4 * scale)) << "dqkv " << row << "," << col;
+    }
+  }
+}
+
+// A non-finite key and value at the last position reach only that position's outputs.
+TEST(Attention, FutureNaNDoesNotReachEarlierTokens) {
+  const AttentionShape s{2, 40, 2, 8};
+  Problem p(s, 3);
+  const int64_t last = s.seq - 1;  // batch 0
+  for (int64_t c = 0; c < s.channels; ++c) {
+    p.qkv.at(last, s.channels + c) = kNaN;
+    p.qkv.at(last, 2 * s.channels + c) = kNaN;
+  }
+  p.forward();
+  for (int64_t r = 0; r < s.batch * s.seq; ++r)
+    for (int64_t c = 0; c < s.channels; ++c) {
+      if (r == last) {
+        ASSERT_TRUE(std::isnan(p.out.at(r, c))) << c;
+      } else {
+        ASSERT_TRUE(std::isfinite(p.out.at(r, c))) << r << "," << c;
+      }
+    }
+}
+
+TEST(Attention, ResultsDoNotDependOnTheThreadCount) {
+  for (const AttentionShape& s :
+       {AttentionShape{2, 70, 3, 24}, AttentionShape{1, 70, 1, 8}, AttentionShape{3, 96, 4, 64}}) {
+    SCOPED_TRACE(name_of(s));
+    auto run = [&](int threads) {
+      ThreadCount guard(threads);
+      Problem p(s, 5);
+      p.forward();
+      p.backward();
+      return p;
+    };
+    const Problem one = run(1), two = run(2);
+    EXPECT_TRUE(bitwise_equal(one.out.storage.data(), two.out.storage.data(), one.out.storage.size()));
+    EXPECT_TRUE(bitwise_equal(one.probs.data(), two.probs.data(), one.probs.size()));
+    EXPECT_TRUE(bitwise_equal(one.dqkv.storage.data(), two.dqkv.storage.data(), one.dqkv.storage.size()));
+  }
+}
+
+TEST(Attention, ShapeErrorsNameTheShapes) {
+  Problem p({1, 3, 2, 8}, 1);
+  const std::string heads = testing::error_of([&] {
+    attention_forward({1, 3, 3, 8}, p.qkv.cview(), p.out.view(), p.probs.data());
+  });
+  EXPECT_TRUE(has_substr(heads, "heads 3, channels 8"));
+  const std::string rows = testing::error_of([&] {
+    attention_forward({2, 3, 2, 8}, p.qkv.cview(), p.out.view(), p.probs.data());
+  });
+  EXPECT_TRUE(has_substr(rows, "qkv is [3 x 24]"));
+}
+
+}  // namespace
+}  // namespace sparsetrain
