@@ -1,7 +1,9 @@
 #include "ops/activation.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -13,6 +15,82 @@ namespace {
 // sqrt(2 / pi) and GPT-2's cubic coefficient.
 constexpr float kGeluScale = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
+
+// libm's expf/tanhf are opaque calls the loops cannot vectorize, and on GPT-sized MLPs they
+// dominate the step. The inline versions below are straight-line float code (selects, no
+// branches, no calls) so -O3 vectorizes them at any ISA level, and each stays within a few ulp.
+
+// c ? a : b as bit operations. A float ternary is a branch to GCC under the default
+// -ftrapping-math (it will not speculate the arms), which blocks vectorization.
+inline float select(bool c, float a, float b) {
+  const uint32_t m = 0u - static_cast<uint32_t>(c);
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
+}
+
+// e^x for x in [-87, 88], where 2^n stays a normal float; callers clamp. x = n ln2 + r with
+// |r| <= ln2 / 2, ln2 split so n * kLn2Hi is exact, then Cephes' degree-7 polynomial for e^r
+// (relative error ~1e-7 on that interval). NaN propagates through r.
+inline float exp_bounded(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  // Adding 1.5 * 2^23 rounds to the nearest integer and leaves it in the low mantissa bits,
+  // which avoids a float-to-int conversion (undefined for NaN).
+  constexpr float kRound = 12582912.0f;
+  const float t = x * kLog2e + kRound;
+  const float n = t - kRound;
+  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
+  const float r2 = r * r;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r2 + r + 1.0f;
+  // Unsigned arithmetic: for a NaN x the bits are garbage, and signed overflow would be UB.
+  const uint32_t biased = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kRound) + 127u;
+  return p * std::bit_cast<float>(biased << 23);
+}
+
+// tanh with ~2 ulp relative error everywhere. Near 0, 1 - 2 / (e^2u + 1) cancels, so |u| < 0.625
+// uses Cephes' odd polynomial instead; beyond 9, 1 - tanh is below half an ulp of 1.
+inline float tanh_fast(float u) {
+  const float a = std::fabs(u);
+  const float z = u * u;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float small = p * z * u + u;
+  const float ac = select(a > 9.0f, 9.0f, a);  // a NaN stays NaN
+  const float large = std::copysign(1.0f - 2.0f / (exp_bounded(2.0f * ac) + 1.0f), u);
+  return select(a < 0.625f, small, large);
+}
+
+// 1 / (1 + e^-x). Above 30 the result is 1 to float precision; below -88 it is under the
+// smallest normal float and is flushed to 0 (with libm's expf, 1 / (1 + inf) flushes it too from
+// -88.7 down).
+inline float sigmoid_fast(float x) {
+  const float xc = select(x > 30.0f, 30.0f, x);
+  const float s = 1.0f / (1.0f + exp_bounded(select(xc < -88.0f, 88.0f, -xc)));
+  return select(x < -88.0f, 0.0f, s);
+}
+
+// GELU's tanh form rewritten as x * sigmoid(2u): 1 + tanh u = 2 / (1 + e^-2u) has no
+// cancellation for negative x, where the textbook form loses all relative accuracy. Beyond
+// |x| = 10, e^-2u leaves the float range; the clamp keeps it finite and the callers patch the
+// result (it is x above 10 and below float's normal range under -10).
+constexpr float kGeluClamp = 10.0f;
+
+inline float gelu_clamp(float v) {
+  // Selects rather than std::clamp, so a NaN stays NaN.
+  return select(v > kGeluClamp, kGeluClamp, select(v < -kGeluClamp, -kGeluClamp, v));
+}
+
+// e^-2u for u = s (v + c v^3), v already clamped.
+inline float gelu_exp(float v) { return exp_bounded(-2.0f * kGeluScale * (v + kGeluCubic * v * v * v)); }
 
 // Element-wise work below this size is not worth waking a second thread for.
 constexpr int64_t kMinPerThread = 1 << 15;
@@ -63,16 +141,18 @@ void activation_forward(Activation a, const float* x, float* y, int64_t n) {
         for (int64_t i = begin; i < end; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
         break;
       case Activation::Sigmoid:
-        // exp(-x) overflows to inf for x < -88 and the quotient is then the correct 0.
-        for (int64_t i = begin; i < end; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+        for (int64_t i = begin; i < end; ++i) y[i] = sigmoid_fast(x[i]);
         break;
       case Activation::Tanh:
-        for (int64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
+        for (int64_t i = begin; i < end; ++i) y[i] = tanh_fast(x[i]);
         break;
       case Activation::Gelu:
         for (int64_t i = begin; i < end; ++i) {
           const float v = x[i];
-          y[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + kGeluCubic * v * v * v)));
+          const float s = v / (1.0f + gelu_exp(gelu_clamp(v)));
+          // Below -10 the result underflows; v * 0 keeps the sign and turns -inf into NaN as the
+          // tanh form does.
+          y[i] = select(v < -kGeluClamp, v * 0.0f, s);
         }
         break;
     }
@@ -97,13 +177,16 @@ void activation_backward(Activation a, const float* x, const float* y, const flo
         for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
         break;
       case Activation::Gelu:
-        // d/dx 0.5 x (1 + tanh u) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
-        // u = s (x + c x^3), du/dx = s (1 + 3 c x^2).
+        // With S = sigmoid(2u) and e = e^-2u: d/dx x S = S + 2 x S (1 - S) du/dx, and 1 - S = e S
+        // has no cancellation as S -> 1; u = s (x + c x^3), du/dx = s (1 + 3 c x^2). Past the
+        // clamp the derivative is 1 (above) or below 1e-35 (under), which the clamped x gives.
         for (int64_t i = begin; i < end; ++i) {
-          const float v = x[i];
-          const float th = std::tanh(kGeluScale * (v + kGeluCubic * v * v * v));
+          const float v = gelu_clamp(x[i]);
+          const float e = gelu_exp(v);
+          const float sg = 1.0f / (1.0f + e);
           const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
-          dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
+          // e * sg first: e alone reaches 1e38 at the clamp.
+          dx[i] = dy[i] * (sg * (1.0f + 2.0f * v * du * (e * sg)));
         }
         break;
     }

@@ -2,7 +2,11 @@
 // NaN propagation and the name parser.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -157,6 +161,114 @@ TEST(Activation, BackwardReadsOnlyTheArgumentItNeeds) {
     }
     EXPECT_TRUE(bitwise_equal(want.data(), got.data(), static_cast<size_t>(n)));
     for (int64_t i = 0; i < n; ++i) ASSERT_FALSE(std::isnan(got[i])) << i;
+  }
+}
+
+// GELU as x * sigmoid(2u): the textbook 1 + tanh u rounds to 0 in float64 too for x below about
+// -6, so it cannot judge relative accuracy there.
+double ref_gelu_stable(double x) {
+  const double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
+  return x / (1.0 + std::exp(-2.0 * u));
+}
+
+double ref_gelu_derivative(double x) {
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  const double u = k * (x + 0.044715 * x * x * x), du = k * (1.0 + 3.0 * 0.044715 * x * x);
+  const double s = 1.0 / (1.0 + std::exp(-2.0 * u)), e = std::exp(-2.0 * u);
+  return s + 2.0 * x * s * (e * s) * du;
+}
+
+double ref_exact(Activation a, double x) { return a == Activation::Gelu ? ref_gelu_stable(x) : ref_forward(a, x); }
+
+// Relative error against float64 over a dense sweep of [-20, 20] (every 2^-12, plus the
+// neighbourhood of 0 where tanh and GELU are ~x). Outputs below kTiny are held to it as an
+// absolute bound instead: they are near or under float's smallest normal, and GELU flushes to
+// zero below x = -10, where it is under 1.4e-37. The bound of 4e-7 (about 3 ulp) covers the exp
+// polynomial, the division and the final rounding. For GELU it is scaled by max(1, |u|): u is
+// rounded to float before e^-2u, whose relative error is then 2|u| times that of u (1e-5 at
+// x = -10, where the output is 1e-37).
+constexpr double kTiny = 2e-37;
+
+TEST(Activation, DenseSweepWithinFewUlpOfFloat64) {
+  std::vector<float> x;
+  for (int i = -20 * 4096; i <= 20 * 4096; ++i) x.push_back(static_cast<float>(i) / 4096.0f);
+  for (float v = 1e-30f; v < 1.0f; v *= 1.37f) {
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (Activation a : {Activation::Sigmoid, Activation::Tanh, Activation::Gelu}) {
+    SCOPED_TRACE(activation_name(a));
+    std::vector<float> y(x.size(), kNaN);
+    activation_forward(a, x.data(), y.data(), n);
+    double worst = 0.0;
+    float worst_x = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = ref_exact(a, x[i]);
+      if (std::fabs(want) < kTiny) {
+        ASSERT_LE(std::fabs(y[i] - want), kTiny) << "x = " << x[i];
+        continue;
+      }
+      double rel = std::fabs(y[i] - want) / std::fabs(want);
+      if (a == Activation::Gelu) {
+        const double u = std::sqrt(2.0 / std::numbers::pi) * (x[i] + 0.044715 * x[i] * x[i] * x[i]);
+        rel /= std::max(1.0, std::fabs(u));
+      }
+      if (rel > worst) worst = rel, worst_x = x[i];
+    }
+    RecordProperty(std::string(activation_name(a)) + "_max_rel_error", std::to_string(worst));
+    std::printf("%s: max (scaled) relative error %.3g at x = %.9g\n", activation_name(a), worst, worst_x);
+    EXPECT_LE(worst, 4e-7) << "at x = " << worst_x;
+  }
+}
+
+// GELU's derivative over the same sweep, to 1e-6 relative plus 1e-30 absolute: the float
+// computation of u and du carries a few ulp of its own, amplified where GELU' crosses zero.
+TEST(Activation, GeluDerivativeDenseSweep) {
+  std::vector<float> x;
+  for (int i = -20 * 1024; i <= 20 * 1024; ++i) x.push_back(static_cast<float>(i) / 1024.0f);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> ones(x.size(), 1.0f), y(x.size()), dx(x.size(), kNaN);
+  activation_forward(Activation::Gelu, x.data(), y.data(), n);
+  activation_backward(Activation::Gelu, x.data(), y.data(), ones.data(), dx.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(close(dx[i], ref_gelu_derivative(x[i]), 1e-6, 1e-6)) << "x = " << x[i];
+  }
+}
+
+// Infinities, the edges of float's exp range and huge finite inputs: the limits, never a spurious
+// NaN or overflow, and NaN in, NaN out.
+TEST(Activation, ExtremeInputs) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {kInf,   -kInf,   88.0f,    -88.0f,  88.7f,    -88.7f, 100.0f, -100.0f, 1e30f,
+                                -1e30f, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 1e-45f, 0.0f,   -0.0f,   kNaN};
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (Activation a : {Activation::Sigmoid, Activation::Tanh, Activation::Gelu}) {
+    SCOPED_TRACE(activation_name(a));
+    std::vector<float> y(x.size()), dx(x.size()), ones(x.size(), 1.0f);
+    activation_forward(a, x.data(), y.data(), n);
+    activation_backward(a, x.data(), y.data(), ones.data(), dx.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      SCOPED_TRACE("x = " + std::to_string(x[i]));
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i]));
+        EXPECT_TRUE(std::isnan(dx[i]));
+        continue;
+      }
+      // GELU(-inf) is -inf * 0 in the tanh form and stays NaN, as in torch.
+      if (a == Activation::Gelu && x[i] == -kInf) {
+        EXPECT_TRUE(std::isnan(y[i]));
+        continue;
+      }
+      const double want = ref_exact(a, x[i]);
+      if (std::isinf(want)) {
+        EXPECT_EQ(y[i], want);
+      } else {
+        EXPECT_TRUE(close(y[i], want, 4e-7, kTiny));
+      }
+      EXPECT_FALSE(std::isnan(dx[i]));
+      EXPECT_TRUE(std::isfinite(dx[i]));
+    }
   }
 }
 
