@@ -14,6 +14,9 @@ void TransposedPattern::reserve(int64_t blocks, int block) {
   col_.reserve(blocks);
   perm_.reserve(blocks);
   values_.reserve(blocks * block * block);
+  // Growing the buffers may move them: the view must not keep pointing at the old ones.
+  view_.col = col_.data();
+  view_.values = values_.data();
 }
 
 void TransposedPattern::build(const BlockSparseView& src) {
