@@ -1,9 +1,6 @@
 #include "io/safetensors.h"
 
-#include <fcntl.h>
 #include <fmt/ranges.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -19,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "io/atomic_file.h"
 
 namespace sparsetrain {
 namespace {
@@ -151,13 +149,6 @@ json parse_header(const std::string& file, std::string_view text, std::vector<st
   }
 }
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // `s` with bytes outside printable ASCII as \xNN, for naming text that is not valid UTF-8.
 std::string escaped(std::string_view s) {
   std::string out;
@@ -166,28 +157,6 @@ std::string escaped(std::string_view s) {
     out += b >= 0x20 && b < 0x7f ? std::string(1, c) : fmt::format("\\x{:02x}", b);
   }
   return out;
-}
-
-std::string errno_text(int err) { return std::strerror(err); }
-
-// 0, or the errno of the failed write; a write that makes no progress counts as ENOSPC.
-int write_all(int fd, const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return ENOSPC;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
-}
-
-std::string directory_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 }  // namespace
@@ -281,21 +250,7 @@ SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
-  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) fail("{}: cannot open: {}", path, errno_text(errno));
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) fail("{}: cannot stat: {}", path, errno_text(errno));
-  if (!S_ISREG(st.st_mode)) fail("{}: not a regular file", path);
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(file.fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("{}: cannot read at offset {}: {}", path, done, errno_text(errno));
-    if (n == 0) break;  // the file shrank while being read; validation sees the bytes it has
-    done += static_cast<size_t>(n);
-  }
-  bytes.resize(done);
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
   return read_safetensors_bytes(bytes, path);
 }
 
@@ -345,43 +300,11 @@ void write_safetensors(const std::string& path, const StateDict& tensors,
   uint8_t length[8];
   for (size_t i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
 
-  const std::string temp = fmt::format("{}.tmp-{}", path, ::getpid());
-  Fd file{::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-  if (file.fd < 0) fail("{}: cannot create the temporary file '{}': {}", path, temp, errno_text(errno));
-  const auto give_up = [&](std::string_view what, int err) {
-    ::close(file.fd);
-    file.fd = -1;
-    ::unlink(temp.c_str());
-    fail("{}: {} '{}': {}", path, what, temp, errno_text(err));
-  };
-  int err = write_all(file.fd, length, sizeof length);
-  if (!err) err = write_all(file.fd, header.data(), header.size());
-  for (const StateTensor& t : tensors.tensors) {
-    if (err) break;
-    err = t.is_mask ? write_all(file.fd, t.keep.data(), t.keep.size())
-                    : write_all(file.fd, t.values.data(), t.values.size() * sizeof(float));
-  }
-  if (err) give_up("cannot write the temporary file", err);
-  if (::fsync(file.fd) != 0) give_up("cannot fsync the temporary file", errno);
-  const int closed = ::close(file.fd);
-  file.fd = -1;
-  if (closed != 0) {
-    const int close_err = errno;
-    ::unlink(temp.c_str());
-    fail("{}: cannot close the temporary file '{}': {}", path, temp, errno_text(close_err));
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int rename_err = errno;
-    ::unlink(temp.c_str());
-    fail("{}: cannot rename the temporary file '{}' over it: {}", path, temp, errno_text(rename_err));
-  }
-  // The rename is durable once the directory entry is; file systems that cannot fsync a
-  // directory say EINVAL, and there is nothing more to do on them.
-  const std::string dir = directory_of(path);
-  Fd directory{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (directory.fd < 0) fail("{}: written, but cannot open its directory '{}': {}", path, dir, errno_text(errno));
-  if (::fsync(directory.fd) != 0 && errno != EINVAL)
-    fail("{}: written, but cannot fsync its directory '{}': {}", path, dir, errno_text(errno));
+  std::vector<ByteRange> pieces{{length, sizeof length}, {header.data(), header.size()}};
+  for (const StateTensor& t : tensors.tensors)
+    pieces.push_back(t.is_mask ? ByteRange{t.keep.data(), t.keep.size()}
+                               : ByteRange{t.values.data(), t.values.size() * sizeof(float)});
+  write_file_atomically(path, pieces);
 }
 
 }  // namespace sparsetrain

@@ -1,0 +1,27 @@
+#pragma once
+// Whole-file reads and crash-safe writes for checkpoints, markers and metrics.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sparsetrain {
+
+struct ByteRange {
+  const void* data;
+  std::size_t size;
+};
+
+// Writes the pieces, in order, to `path` atomically: a temporary `path + ".tmp-<pid>"` in the same
+// directory is written and fsynced, renamed over `path`, and the directory fsynced. A reader
+// sees the old file or the whole new one, never a part, even after a crash or power loss. On
+// failure (a full disk, a file-size limit) the temporary file is removed, `path` is left as it
+// was, and an Error names the path and the system's reason.
+void write_file_atomically(const std::string& path, std::span<const ByteRange> pieces);
+void write_file_atomically(const std::string& path, const std::string& text);
+
+// The whole content of a regular file; an Error names the path and the reason.
+std::vector<uint8_t> read_file_bytes(const std::string& path);
+
+}  // namespace sparsetrain
