@@ -1,5 +1,7 @@
 #include "sparsity/algorithm.h"
 
+#include <set>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -149,15 +151,19 @@ void require_claimed(const std::string& who, const ParamFilter& filter, std::siz
 }
 
 void SparsityAlgorithm::claim(const std::vector<Module::Entry>& entries) {
+  // Embedding and normalization parameters have no kernels to run compressed: masked-dense.
+  std::set<const Parameter*> masked_only;
   for (const Module::Entry& e : entries) {
     if (e.param->is_sparse()) fail("{}: parameter '{}' is already sparse", name(), e.param->name());
     params_.push_back(e.param);
+    if (e.owner != nullptr && is_embedding_or_norm(*e.owner)) masked_only.insert(e.param);
   }
   const std::vector<double> initial = levels(0), first_set = levels(first_mask_step());
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = *params_[i];
     if (p.is_sparse()) continue;  // claimed by an earlier call
-    const std::optional<FormatSpec> format = storage_format(p, first_set[i]);
+    const std::optional<FormatSpec> format =
+        masked_only.contains(&p) ? std::nullopt : storage_format(p, first_set[i]);
     if (starts_dense() && format && format->kind == FormatKind::NM)
       fail("{}: parameter '{}' uses {} storage, which cannot be dense; start mask updates at step 0", name(), p.name(),
            format->name());

@@ -112,10 +112,12 @@ ParamFilter ParamFilter::compile(const std::vector<std::string>& patterns, bool 
   return f;
 }
 
+bool is_embedding_or_norm(const Module& module) { return mentions(module.type(), {"embedding", "norm"}); }
+
 bool ParamFilter::matches(const Module::Entry& entry) const {
   const std::string& name = entry.param->name();
   if (is_default())
-    return entry.param->shape().size() > 1 && !mentions(entry.owner->type(), {"embedding", "norm"}) &&
+    return entry.param->shape().size() > 1 && !is_embedding_or_norm(*entry.owner) &&
            !mentions(name, {"embedding", "norm", "lm_head"});
   for (const auto& c : compiled_) {
     pcre2_match_data* data = pcre2_match_data_create_from_pattern(c->code, nullptr);

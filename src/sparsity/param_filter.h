@@ -23,6 +23,11 @@
 
 namespace sparsetrain {
 
+// Whether a module's type names an embedding or a normalization ("Embedding", "LayerNorm",
+// "BatchNorm2d"): the default filter leaves their parameters dense, and algorithms never store
+// them compressed (no kernels run on them).
+bool is_embedding_or_norm(const Module& module);
+
 class ParamFilter {
  public:
   static ParamFilter default_filter();
