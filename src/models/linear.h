@@ -1,0 +1,49 @@
+#pragma once
+// Linear: a module of type "Linear" with weight [out x in] and an optional bias [out], whose
+// training passes follow the weight's storage:
+//
+//   Dense, MaskedDense  oneDNN GEMMs on the dense elements (pruned ones are held at zero, so the
+//                       product is exact; the optimizer masks the gradient)
+//   Compressed          the sparse kernels of the weight's format (ops/linear.h)
+//
+// Gradients accumulate (+=), PyTorch-style: the trainer zeroes them before each step. On the
+// steps where a sparsity algorithm sets weight.wants_dense_grad (RigL's updates), backward also
+// fills weight.dense_grad with the full dense dW.
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "nn/module.h"
+#include "ops/linear.h"
+
+namespace sparsetrain {
+
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+  Parameter& weight() { return *weight_; }
+  const Parameter& weight() const { return *weight_; }
+  Parameter* bias() { return bias_; }
+
+  // y [T x out] = x [T x in] W^T + b. x must stay unchanged until backward().
+  void forward(ConstMatrixView x, MatrixView y);
+  // From dy [T x out]: dx [T x in] = dy W (overwritten; skipped when dx.data is null), and the
+  // parameter gradients accumulated.
+  void backward(ConstMatrixView dy, MatrixView dx);
+
+  // Multiply-adds of one forward pass over `tokens` tokens, dense-equivalent and as stored.
+  int64_t dense_macs(int64_t tokens) const { return tokens * in_ * out_; }
+  int64_t actual_macs(int64_t tokens) const { return tokens * weight_->kept(); }
+
+ private:
+  int64_t in_;
+  int64_t out_;
+  Parameter* weight_;
+  Parameter* bias_ = nullptr;
+  ConstMatrixView x_;
+  LinearWorkspace workspace_;
+};
+
+}  // namespace sparsetrain

@@ -1,0 +1,63 @@
+#pragma once
+// MLP classifier: Linear layers named layers.0, layers.1, ... (layers.{i}.weight [out x in],
+// layers.{i}.bias [out]) with an activation and dropout after every hidden layer, an optional
+// output activation, and softmax cross-entropy or MSE (against one-hot labels) as the loss.
+//
+//   h_0 = x;  h_{i+1} = dropout(act(layers.i(h_i)))   for the hidden layers
+//   out = output_act(layers.last(h_L));  loss(out, labels)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/layers.h"
+#include "models/linear.h"
+#include "models/model.h"
+#include "ops/activation.h"
+
+namespace sparsetrain {
+
+enum class MlpLoss { CrossEntropy, Mse };
+MlpLoss parse_mlp_loss(const std::string& text, const std::string& source);  // "cross_entropy", "mse"
+const char* mlp_loss_name(MlpLoss loss);
+
+struct MlpConfig {
+  int64_t inputs = 784;
+  std::vector<int64_t> hidden = {300, 100};
+  int64_t classes = 10;
+  Activation activation = Activation::ReLU;         // hidden layers
+  Activation output_activation = Activation::None;  // e.g. sigmoid with MSE (the SET paper)
+  MlpLoss loss = MlpLoss::CrossEntropy;
+  double dropout = 0.0;  // after every hidden activation, in [0, 1)
+
+  // Throws an Error naming the first field out of range or the contradiction (cross-entropy
+  // applies its own softmax: an output activation with it is refused).
+  void validate() const;
+};
+
+class Mlp : public Model {
+ public:
+  explicit Mlp(const MlpConfig& config);
+
+  const MlpConfig& config() const { return config_; }
+  // torch.nn.Linear's default: weights and biases uniform in +-1/sqrt(in).
+  void init_weights(uint64_t seed) override;
+  // batch.inputs [rows x inputs], batch.targets [rows] class labels.
+  LossResult forward(const Batch& batch, bool training, uint64_t seed, int64_t step) override;
+  void backward() override;
+  Flops training_flops(int64_t rows, int64_t seq) const override;
+  std::string describe() const override;
+
+ private:
+  MlpConfig config_;
+  std::vector<Linear*> layers_;
+  // Per layer i: pre_[i] its output before the activation, post_[i] after it, dropped_[i] after
+  // dropout with keep_[i] its decisions (hidden layers).
+  Matrix input_;
+  std::vector<Matrix> pre_, post_, dropped_;
+  std::vector<std::vector<uint8_t>> keep_;
+  bool dropped_last_ = false;
+  Matrix grad_out_, grad_a_, grad_b_;
+  bool ready_for_backward_ = false;
+};
+
+}  // namespace sparsetrain
