@@ -1,10 +1,13 @@
 // sparsetrain command line. Exit codes (docs/cli.md): 0 success, 1 error while running (the
 // message names what was wrong), 2 invalid command line.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <cstdio>
 
 #include "cli/bench_linear.h"
 #include "cli/config_command.h"
+#include "cli/inspect_command.h"
+#include "cli/train_command.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/verbose.h"
@@ -12,7 +15,50 @@
 int main(int argc, char** argv) {
   using namespace sparsetrain;
   CLI::App app{"sparsetrain: sparse neural network training on CPUs"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  // Training options, both at the top level (the Model Zoo form: sparsetrain --mode train --params
+  // cfg.yaml --model_dir DIR) and under the train, eval and train_and_eval subcommands.
+  auto add_train_options = [](CLI::App* a, TrainCommandOptions& t, bool top_level) {
+    if (top_level)
+      a->add_option("-m,--mode", t.mode, "train, eval or train_and_eval")
+          ->check(CLI::IsMember({"train", "eval", "train_and_eval"}));
+    auto* params = a->add_option("-p,--params", t.params, "The YAML config");
+    if (!top_level) params->required();
+    a->add_option("-o,--model_dir", t.model_dir, "Checkpoints, metrics and the config go here (default model_dir)");
+    a->add_option("--max_steps", t.max_steps, "Train up to this step (overrides runconfig)")->check(CLI::PositiveNumber);
+    a->add_option("--checkpoint_path", t.checkpoint_path, "Start from / evaluate this checkpoint's model file");
+    a->add_option("--seed", t.seed, "Seed (overrides runconfig.seed)");
+    a->add_option("--threads", t.threads, "Threads (overrides runconfig.num_threads)")->check(CLI::PositiveNumber);
+    a->add_flag("--no-progress", t.no_progress, "No progress bar, even on a terminal");
+  };
+  TrainCommandOptions top;
+  add_train_options(&app, top, true);
+  TrainCommandOptions by_subcommand;
+  std::vector<CLI::App*> train_commands;
+  for (const char* mode : {"train", "eval", "train_and_eval"}) {
+    auto* sub = app.add_subcommand(mode, fmt::format("As --mode {}", mode));
+    add_train_options(sub, by_subcommand, false);
+    train_commands.push_back(sub);
+  }
+
+  GenerateOptions generate;
+  auto* generate_command = app.add_subcommand("generate", "Sample text from a GPT checkpoint");
+  generate_command->add_option("-o,--model_dir", generate.model_dir, "A model directory (its config, newest checkpoint)");
+  generate_command->add_option("-p,--params", generate.params, "The config (default: the model directory's params.yaml)");
+  generate_command->add_option("--checkpoint_path", generate.checkpoint_path, "A model file (default: the newest)");
+  generate_command->add_option("--prompt", generate.prompt, "Text to continue");
+  generate_command->add_option("--tokens", generate.tokens, "Tokens to generate")->check(CLI::PositiveNumber);
+  generate_command->add_option("--temperature", generate.temperature, "0 is greedy")->check(CLI::NonNegativeNumber);
+  generate_command->add_option("--top_k", generate.top_k, "Sample from the k likeliest tokens (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  generate_command->add_option("--seed", generate.seed, "Sampling seed");
+
+  InspectOptions inspect;
+  auto* inspect_command = app.add_subcommand("inspect", "Print a checkpoint's tensors, masks and per-layer sparsity");
+  inspect_command->add_option("file", inspect.path, "A safetensors file")->required();
+  inspect_command->add_option("--export-nan", inspect.export_nan, "Also write it in the Cerebras NaN form to this file");
+  inspect_command->add_option("--import-nan", inspect.import_nan,
+                              "Also write it, read as the Cerebras NaN form, with masks to this file");
   std::string max_isa;
   bool verbose = false;
   app.add_option("--max-isa", max_isa, "Cap the kernel ISA: avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
@@ -55,6 +101,18 @@ int main(int argc, char** argv) {
     (void)effective_isa();
     if (bench_linear->parsed()) return run_bench_linear(linear);
     if (config_command->parsed()) return run_config_command(config);
+    if (generate_command->parsed()) return run_generate_command(generate);
+    if (inspect_command->parsed()) return run_inspect_command(inspect);
+    for (std::size_t i = 0; i < train_commands.size(); ++i)
+      if (train_commands[i]->parsed()) {
+        by_subcommand.mode = train_commands[i]->get_name();
+        return run_train_command(by_subcommand);
+      }
+    if (top.mode.empty() || top.params.empty()) {
+      std::fprintf(stderr, "sparsetrain: give a subcommand, or --mode and --params (see --help)\n");
+      return 2;
+    }
+    return run_train_command(top);
   } catch (const Error& e) {
     std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
     return 1;

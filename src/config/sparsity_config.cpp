@@ -728,12 +728,7 @@ SparsityConfig load_sparsity_yaml(const std::string& text, const std::string& fi
 }
 
 SparsityConfig load_sparsity_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open the config file", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("{}: cannot read the config file", path);
-  return load_sparsity_yaml(text.str(), path);
+  return load_sparsity_yaml(config::read_config_file(path), path);
 }
 
 }  // namespace sparsetrain

@@ -1,5 +1,8 @@
 #include "config/yaml_reader.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +13,15 @@
 #include <regex>
 
 namespace sparsetrain::config {
+
+std::string read_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open the config file", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail("{}: cannot read the config file", path);
+  return text.str();
+}
 
 namespace {
 

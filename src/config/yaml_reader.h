@@ -120,6 +120,9 @@ class Mapping {
 template <typename F>
 auto at_value(const Value& at, F&& f) -> decltype(f());
 
+// The whole text of a config file; an Error names the path when it cannot be opened or read.
+std::string read_config_file(const std::string& path);
+
 // "a, b or c"
 std::string one_of(const std::vector<std::string>& words, const char* last = "or");
 // " (did you mean 'sparsity'?)" for the closest word within two edits, else "".

@@ -1,0 +1,47 @@
+#include "cli/inspect_command.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "io/nan_form.h"
+#include "io/safetensors.h"
+
+namespace sparsetrain {
+
+int run_inspect_command(const InspectOptions& o) {
+  const SafetensorsFile file = read_safetensors(o.path);
+  fmt::print("{}: {} tensors\n", o.path, file.tensors.tensors.size());
+  for (const auto& [key, value] : file.metadata)
+    fmt::print("  metadata {} = {}\n", key, value.size() > 60 ? value.substr(0, 57) + "..." : value);
+  int64_t total = 0, sparse_total = 0, sparse_kept = 0;
+  fmt::print("  {:<44} {:<5} {:<14} {:>10} {:>9}\n", "tensor", "dtype", "shape", "elements", "sparsity");
+  for (const StateTensor& t : file.tensors.tensors) {
+    if (t.is_mask) continue;
+    const auto n = static_cast<int64_t>(t.values.size());
+    total += n;
+    std::string sparsity = "dense";
+    if (const StateTensor* mask = file.tensors.find(t.name + "_mask"); mask != nullptr && mask->is_mask) {
+      int64_t kept = 0;
+      for (uint8_t k : mask->keep) kept += k;
+      sparse_total += n;
+      sparse_kept += kept;
+      sparsity = fmt::format("{:.4f}", n > 0 ? 1.0 - static_cast<double>(kept) / static_cast<double>(n) : 0.0);
+    }
+    fmt::print("  {:<44} {:<5} {:<14} {:>10} {:>9}\n", t.name, "F32", fmt::format("[{}]", fmt::join(t.shape, ", ")), n,
+               sparsity);
+  }
+  fmt::print("  total {} values; {} in sparse tensors, {} of them kept (sparsity {:.4f})\n", total, sparse_total,
+             sparse_kept,
+             sparse_total > 0 ? 1.0 - static_cast<double>(sparse_kept) / static_cast<double>(sparse_total) : 0.0);
+  if (!o.export_nan.empty()) {
+    write_safetensors(o.export_nan, to_nan_form(file.tensors), file.metadata);
+    fmt::print("wrote {} (Cerebras NaN form: NaN marks a pruned weight)\n", o.export_nan);
+  }
+  if (!o.import_nan.empty()) {
+    write_safetensors(o.import_nan, from_nan_form(file.tensors), file.metadata);
+    fmt::print("wrote {} (zeros at pruned positions and <name>_mask tensors)\n", o.import_nan);
+  }
+  return 0;
+}
+
+}  // namespace sparsetrain

@@ -1,0 +1,37 @@
+#pragma once
+// `sparsetrain --mode train|eval|train_and_eval --params cfg.yaml --model_dir DIR` (the Cerebras
+// Model Zoo form), also `sparsetrain train|eval|train_and_eval ...`, and `sparsetrain generate`.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace sparsetrain {
+
+struct TrainCommandOptions {
+  std::string mode;  // train, eval, train_and_eval
+  std::string params;
+  std::string model_dir = "model_dir";
+  std::optional<int64_t> max_steps;
+  std::string checkpoint_path;
+  std::optional<uint64_t> seed;
+  std::optional<int> threads;
+  bool no_progress = false;
+};
+
+int run_train_command(const TrainCommandOptions& options);
+
+struct GenerateOptions {
+  std::string model_dir;        // reads params.yaml and the newest complete checkpoint
+  std::string checkpoint_path;  // or this model file (with --params)
+  std::string params;
+  std::string prompt = "The";
+  int64_t tokens = 200;
+  double temperature = 0.8;
+  int64_t top_k = 40;
+  uint64_t seed = 0;
+};
+
+// Samples text from a GPT checkpoint and prints it.
+int run_generate_command(const GenerateOptions& options);
+
+}  // namespace sparsetrain

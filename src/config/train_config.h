@@ -1,0 +1,71 @@
+#pragma once
+// A whole training config in the Cerebras Model Zoo layout: the sections model, train_input,
+// eval_input, optimizer, sparsity and runconfig (docs/configs.md documents every key). Read as
+// strictly as the sparsity section: unknown and duplicate keys, wrong types and out-of-range
+// values are Errors of the form "cfg.yaml:12:9: optimizer.learning_rate: expected ...".
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "config/sparsity_config.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "optim/adamw.h"
+#include "optim/lr_schedule.h"
+#include "optim/sgd.h"
+
+namespace sparsetrain {
+
+enum class DatasetKind { Brown, TextFile, FashionMnist };
+const char* dataset_name(DatasetKind kind);  // "brown", "text_file", "fashion_mnist"
+
+struct InputConfig {
+  DatasetKind dataset = DatasetKind::Brown;
+  std::string path;               // text_file: the file; brown, fashion_mnist: a directory (default: installed)
+  std::string tokenizer = "byte";  // text: "byte" or "gpt2"
+  int64_t batch_size = 8;
+  int64_t sequence_length = 0;        // text: tokens per sequence; 0 means the model's n_positions
+  double validation_fraction = 0.1;   // text: held out for evaluation
+  uint64_t split_seed = 0;            // text: which documents are held out
+  int64_t num_examples = 0;           // images: the first n of a seed-0 shuffle (0 = all)
+  int64_t eval_batches = 0;           // eval_input: batches per evaluation (0 = the whole split)
+};
+
+struct OptimizerConfig {
+  std::string type = "adamw";  // "adamw" or "sgd"
+  LrSchedule learning_rate = LrSchedule::constant(1e-3);
+  AdamWOptions adamw;
+  SgdOptions sgd;
+  double max_gradient_norm = 0.0;  // clip the global L2 norm above this (0 = off)
+};
+
+struct RunConfig {
+  int64_t max_steps = 0;         // one of max_steps and num_epochs
+  int64_t num_epochs = 0;        // image data: epochs of floor(examples / batch) steps
+  int64_t log_steps = 10;        // a log line and a metrics row every this many steps
+  int64_t checkpoint_steps = 0;  // a checkpoint every this many steps (0: only at the end)
+  int64_t eval_frequency = 0;    // evaluate every this many steps (0: only at the end)
+  int64_t keep_checkpoints = 3;  // newest complete checkpoints kept (>= 1)
+  uint64_t seed = 1;             // weights, data order, dropout and masks
+  int num_threads = 0;           // 0: OpenMP's default
+};
+
+struct TrainConfig {
+  std::string file;  // where it was read from
+  std::string text;  // the YAML as written, copied into the model directory
+  std::variant<GptConfig, MlpConfig> model;
+  bool model_sets_vocab = false;  // gpt: vocab_size given (else the tokenizer's)
+  InputConfig train_input;
+  InputConfig eval_input;
+  OptimizerConfig optimizer;
+  SparsityConfig sparsity;
+  RunConfig run;
+
+  bool is_gpt() const { return std::holds_alternative<GptConfig>(model); }
+};
+
+TrainConfig load_train_config_yaml(const std::string& text, const std::string& file);
+TrainConfig load_train_config_file(const std::string& path);
+
+}  // namespace sparsetrain

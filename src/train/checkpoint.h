@@ -1,0 +1,43 @@
+#pragma once
+// Checkpoints in a model directory. Step N is three files, committed in this order:
+//
+//   checkpoint_N.safetensors        the model: every parameter (zeros at pruned positions),
+//                                   `<name>_mask` for sparse ones; readable by any safetensors loader
+//   checkpoint_N.state.safetensors  the training state: optimizer buffers as `<param>.<key>` (laid out
+//                                   like the parameter's trainable values) and, in the metadata,
+//                                   the trainer's JSON (step, optimizer steps, sparsity-algorithm
+//                                   state, counters)
+//   checkpoint_N.done               the completion marker: the step and both files' sizes
+//
+// Each file is written atomically (io/atomic_file.h). A checkpoint is complete when its marker
+// exists and both files have the sizes it records; resuming takes the newest complete one.
+// Older checkpoints are deleted only after a newer one is complete.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+#include "optim/optimizer.h"
+
+namespace sparsetrain {
+
+std::string checkpoint_model_path(const std::string& dir, int64_t step);
+std::string checkpoint_state_path(const std::string& dir, int64_t step);
+
+void save_checkpoint(const std::string& dir, int64_t step, const Module& model, const Optimizer& optimizer,
+                     const nlohmann::json& trainer_state);
+
+// Steps of the complete checkpoints in `dir`, ascending.
+std::vector<int64_t> complete_checkpoints(const std::string& dir);
+// Deletes all but the newest `keep` complete checkpoints, and every leftover temporary file and
+// incomplete checkpoint older than the newest complete one.
+void prune_checkpoints(const std::string& dir, int64_t keep);
+
+// Loads a model file's tensors into `model` (strict: every parameter and mask must be there with
+// its shape). With `optimizer`, also the state file beside it (`checkpoint_N.state.safetensors`)
+// and returns its trainer JSON; an Error names the file and the mismatched tensor or field.
+nlohmann::json load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer);
+
+}  // namespace sparsetrain

@@ -1,0 +1,51 @@
+#include "train/setup.h"
+
+#include "core/error.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "optim/adamw.h"
+#include "optim/sgd.h"
+
+namespace sparsetrain {
+
+std::unique_ptr<Model> build_model(const TrainConfig& config) {
+  if (const auto* gpt = std::get_if<GptConfig>(&config.model)) {
+    GptConfig c = *gpt;
+    const int64_t vocab = make_tokenizer(config.train_input.tokenizer)->vocab_size();
+    if (!config.model_sets_vocab) c.vocab_size = vocab;
+    if (c.vocab_size < vocab)
+      fail("{}: model.vocab_size {} is smaller than the {} tokenizer's {} ids", config.file, c.vocab_size,
+           config.train_input.tokenizer, vocab);
+    return std::make_unique<Gpt>(c);
+  }
+  return std::make_unique<Mlp>(std::get<MlpConfig>(config.model));
+}
+
+Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_sparsity) {
+  Setup s;
+  s.seed = seed;
+  s.config = std::move(config);
+  const TrainConfig& c = s.config;
+  s.model = build_model(c);
+  if (load_data) {
+    const auto* gpt = std::get_if<GptConfig>(&c.model);
+    s.data = make_data_source(c, gpt != nullptr ? gpt->context : 0);
+    if (const auto* mlp = std::get_if<MlpConfig>(&c.model); mlp != nullptr && mlp->inputs != s.data->input_size())
+      fail("{}: model.input_size is {}, but the data has {} features per example", c.file, mlp->inputs,
+           s.data->input_size());
+  }
+  s.model->init_weights(seed);
+  if (apply_sparsity && c.sparsity.form != ConfigForm::None) {
+    s.sparsity = c.sparsity.build();
+    s.sparsity->apply(*s.model);
+  }
+  const OptimizerConfig& o = c.optimizer;
+  if (o.type == "sgd")
+    s.optimizer = std::make_unique<Sgd>(s.model->parameters(), o.learning_rate, o.sgd);
+  else
+    s.optimizer = std::make_unique<AdamW>(s.model->parameters(), o.learning_rate, o.adamw);
+  if (s.sparsity) s.sparsity->apply(*s.optimizer);
+  return s;
+}
+
+}  // namespace sparsetrain

@@ -1,0 +1,34 @@
+#pragma once
+// Everything a run is built from a config: the model (weights initialized from the seed), its
+// sparsity algorithm (masks applied), the optimizer (wired to the algorithm) and, when asked, the
+// data. `train`, `eval`, `generate`, `config` and `bench train` all build through here, so they
+// agree on what a config means.
+#include <cstdint>
+#include <memory>
+
+#include "config/train_config.h"
+#include "models/model.h"
+#include "optim/optimizer.h"
+#include "sparsity/algorithm.h"
+#include "train/data_source.h"
+
+namespace sparsetrain {
+
+struct Setup {
+  TrainConfig config;
+  std::unique_ptr<DataSource> data;  // null when built without data
+  std::unique_ptr<Model> model;
+  std::unique_ptr<SparsityAlgorithm> sparsity;  // null without a sparsity section
+  std::unique_ptr<Optimizer> optimizer;
+  uint64_t seed = 0;
+};
+
+// The model a config describes: a GPT's vocabulary is the tokenizer's unless `vocab_size` is
+// given (it must then be at least the tokenizer's).
+std::unique_ptr<Model> build_model(const TrainConfig& config);
+
+// Builds the whole run with `seed` (the config's runconfig.seed unless overridden). With
+// `load_data` false the data is not read (generate, config, bench).
+Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_sparsity = true);
+
+}  // namespace sparsetrain

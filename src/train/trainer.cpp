@@ -1,0 +1,269 @@
+#include "train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "io/atomic_file.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+
+namespace sparsetrain {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// 1 - kept / elements over the parameters the algorithm claims (0 for a dense run).
+double model_sparsity(const Setup& s) {
+  if (!s.sparsity) return 0.0;
+  double kept = 0.0, total = 0.0;
+  for (const Parameter* p : s.sparsity->parameters()) {
+    kept += static_cast<double>(p->kept());
+    total += static_cast<double>(p->numel());
+  }
+  return total > 0.0 ? 1.0 - kept / total : 0.0;
+}
+
+// The global L2 norm of every gradient, summed in double in parameter order.
+double grad_norm(const Model& model) {
+  double sum = 0.0;
+  for (const Parameter* p : const_cast<Model&>(model).parameters())
+    for (float g : p->grad()) sum += static_cast<double>(g) * g;
+  return std::sqrt(sum);
+}
+
+void scale_grads(Model& model, float factor) {
+  for (Parameter* p : model.parameters())
+    for (float& g : p->grad()) g *= factor;
+}
+
+// RigL's dense-gradient GEMMs on its update steps: 2 FLOPs per weight per prediction.
+double dense_grad_flops(Model& model, int64_t predictions) {
+  double flops = 0.0;
+  for (const Parameter* p : model.parameters())
+    if (p->wants_dense_grad) flops += 2.0 * static_cast<double>(p->numel()) * static_cast<double>(predictions);
+  return flops;
+}
+
+std::string si(double x) {
+  const char* units[] = {"", "k", "M", "G", "T", "P", "E"};
+  int u = 0;
+  while (std::fabs(x) >= 1000.0 && u < 6) x /= 1000.0, ++u;
+  return fmt::format("{:.3g}{}", x, units[u]);
+}
+
+class ProgressBar {
+ public:
+  ProgressBar(bool enabled, int64_t total) : on_(enabled && ::isatty(STDERR_FILENO) == 1), total_(total) {}
+  void update(int64_t step) {
+    if (!on_ || seconds_since(last_) < 0.1) return;
+    last_ = Clock::now();
+    const int width = 30;
+    const auto filled = static_cast<int>(width * step / std::max<int64_t>(total_, 1));
+    fmt::print(stderr, "\r[{}{}] {}/{}", std::string(static_cast<std::size_t>(filled), '#'),
+               std::string(static_cast<std::size_t>(width - filled), ' '), step, total_);
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (on_) fmt::print(stderr, "\r\033[K");
+  }
+
+ private:
+  bool on_;
+  int64_t total_;
+  Clock::time_point last_ = Clock::now() - std::chrono::seconds(1);
+};
+
+bool is_gpt(const Setup& s) { return s.config.is_gpt(); }
+
+json eval_row(const Setup& s, int64_t step, const EvalResult& r) {
+  json row = {{"step", step}, {"split", "eval"}, {"loss", r.loss}};
+  if (is_gpt(s))
+    row["perplexity"] = std::exp(r.loss);
+  else
+    row["accuracy"] = r.accuracy;
+  return row;
+}
+
+void print_eval(const Setup& s, int64_t step, const EvalResult& r) {
+  if (is_gpt(s))
+    fmt::print("eval step {}: loss {:.4f}, perplexity {:.2f} ({} tokens)\n", step, r.loss, std::exp(r.loss),
+               r.predictions);
+  else
+    fmt::print("eval step {}: loss {:.4f}, accuracy {:.2f}% ({} examples)\n", step, r.loss, 100.0 * r.accuracy,
+               r.predictions);
+  std::fflush(stdout);
+}
+
+int64_t total_steps(const Setup& s) {
+  const RunConfig& r = s.config.run;
+  return r.max_steps > 0 ? r.max_steps : r.num_epochs * s.data->steps_per_epoch();
+}
+
+// A model directory with files of a run but no complete checkpoint is never trained over.
+void check_fresh_directory(const std::string& dir) {
+  for (const char* name : {"metrics.jsonl", "params.yaml"})
+    if (fs::exists(fs::path(dir) / name))
+      fail("{}: holds a run ({}) but no complete checkpoint to resume from; choose another --model_dir or remove "
+           "the directory",
+           dir, name);
+}
+
+}  // namespace
+
+EvalResult evaluate(Model& model, const DataSource& data) {
+  double loss_sum = 0.0;
+  int64_t correct = 0, predictions = 0;
+  Batch batch;
+  for (int64_t i = 0; i < data.eval_batches(); ++i) {
+    data.eval_batch(i, batch);
+    const LossResult r = model.forward(batch, /*training=*/false, 0, 0);
+    loss_sum += r.loss * static_cast<double>(batch.predictions());
+    correct += r.correct;
+    predictions += batch.predictions();
+  }
+  if (predictions == 0) fail("evaluation: the evaluation split has no batches");
+  return {loss_sum / static_cast<double>(predictions), static_cast<double>(correct) / static_cast<double>(predictions),
+          predictions};
+}
+
+int run(Setup& s, const RunOptions& o) {
+  Model& model = *s.model;
+  Optimizer& optimizer = *s.optimizer;
+  const std::string& dir = o.model_dir;
+  fs::create_directories(dir);
+
+  // Where to start: the newest complete checkpoint, an explicit one, or fresh.
+  int64_t start = 0;
+  json state = json::object();
+  const std::vector<int64_t> done = complete_checkpoints(dir);
+  if (!o.checkpoint_path.empty()) {
+    state = load_checkpoint(o.checkpoint_path, model, o.mode == RunMode::Eval ? nullptr : &optimizer);
+  } else if (!done.empty()) {
+    state = load_checkpoint(checkpoint_model_path(dir, done.back()), model, o.mode == RunMode::Eval ? nullptr : &optimizer);
+    if (o.mode != RunMode::Eval) fmt::print("resuming from {} (step {})\n", checkpoint_model_path(dir, done.back()), done.back());
+  } else if (o.mode == RunMode::Eval) {
+    fail("{}: no complete checkpoint to evaluate; train first or give --checkpoint_path", dir);
+  } else {
+    check_fresh_directory(dir);
+  }
+  if (state.contains("step")) {
+    start = state["step"].get<int64_t>();
+    if (state.value("seed", s.seed) != s.seed)
+      fail("{}: the checkpoint was trained with seed {}, this run has seed {}", dir, state["seed"].get<uint64_t>(), s.seed);
+    optimizer.set_step(state["optimizer_steps"].get<int64_t>());
+    if (s.sparsity && state.contains("sparsity")) s.sparsity->load_state(state["sparsity"]);
+  }
+
+  if (o.mode == RunMode::Eval) {
+    const EvalResult r = evaluate(model, *s.data);
+    print_eval(s, start, r);
+    MetricsLog(fs::path(dir) / "metrics.jsonl", -1).write(eval_row(s, start, r));
+    return 0;
+  }
+
+  if (start == 0) write_file_atomically((fs::path(dir) / "params.yaml").string(), s.config.text);
+  MetricsLog metrics((fs::path(dir) / "metrics.jsonl").string(), start);
+  const RunConfig& rc = s.config.run;
+  const int64_t steps = total_steps(s);
+  double flops_dense = state.value("flops_dense", 0.0), flops_actual = state.value("flops_actual", 0.0);
+  int64_t skipped = state.value("skipped_steps", int64_t{0});
+  auto trainer_state = [&](int64_t step) {
+    json j = {{"step", step},           {"seed", s.seed},          {"optimizer", optimizer.name()},
+              {"optimizer_steps", optimizer.steps()}, {"flops_dense", flops_dense}, {"flops_actual", flops_actual},
+              {"skipped_steps", skipped}, {"threads", num_threads()}};
+    if (s.sparsity) j["sparsity"] = s.sparsity->state();
+    return j;
+  };
+  auto checkpoint = [&](int64_t step) {
+    save_checkpoint(dir, step, model, optimizer, trainer_state(step));
+    prune_checkpoints(dir, rc.keep_checkpoints);
+  };
+
+  fmt::print("{}\n{}\n", model.describe(), s.data->describe());
+  fmt::print("training steps {} to {} on {} threads; model directory {}\n", start + 1, steps, num_threads(), dir);
+  std::fflush(stdout);
+  ProgressBar bar(o.progress, steps);
+  Batch batch;
+  double window_loss = 0.0, window_seconds = 0.0;
+  int64_t window_steps = 0, window_predictions = 0;
+  for (int64_t step = start + 1; step <= steps; ++step) {
+    const auto t0 = Clock::now();
+    if (s.sparsity) s.sparsity->prepare_step(step);
+    optimizer.zero_grad();
+    s.data->train_batch(s.seed, step, batch);
+    const Flops f = model.training_flops(batch.rows, batch.seq);
+    const LossResult r = model.forward(batch, /*training=*/true, s.seed, step);
+    model.backward();
+    const double norm = grad_norm(model);
+    flops_dense += f.dense;
+    flops_actual += f.actual + dense_grad_flops(model, batch.predictions());
+    if (!std::isfinite(r.loss) || !std::isfinite(norm)) {
+      ++skipped;  // no update and no mask change on a non-finite step
+      optimizer.set_step(step);
+      for (Parameter* p : model.parameters()) p->wants_dense_grad = false;
+    } else {
+      if (s.config.optimizer.max_gradient_norm > 0.0 && norm > s.config.optimizer.max_gradient_norm)
+        scale_grads(model, static_cast<float>(s.config.optimizer.max_gradient_norm / norm));
+      optimizer.step();
+    }
+    const double dt = seconds_since(t0);
+    window_loss += r.loss;
+    window_seconds += dt;
+    ++window_steps;
+    window_predictions += batch.predictions();
+    bar.update(step);
+
+    if (step % rc.log_steps == 0 || step == steps) {
+      bar.clear();
+      const double loss = window_loss / static_cast<double>(window_steps);
+      const double rate = static_cast<double>(window_predictions) / window_seconds;
+      const double ms = 1000.0 * window_seconds / static_cast<double>(window_steps);
+      const char* unit = is_gpt(s) ? "tokens/s" : "samples/s";
+      fmt::print("step {:>6}/{} | loss {:.4f} | lr {:.2e} | sparsity {:.3f} | {:.0f} {} | {:.1f} ms/step | FLOPs "
+                 "dense-eq {} actual {}{}\n",
+                 step, steps, loss, optimizer.lr(), model_sparsity(s), rate, unit, ms, si(flops_dense),
+                 si(flops_actual), skipped > 0 ? fmt::format(" | skipped {}", skipped) : "");
+      std::fflush(stdout);
+      metrics.write({{"step", step},
+                     {"split", "train"},
+                     {"loss", loss},
+                     {"lr", optimizer.lr()},
+                     {"grad_norm", norm},
+                     {"sparsity", model_sparsity(s)},
+                     {is_gpt(s) ? "tokens_per_s" : "samples_per_s", rate},
+                     {"ms_per_step", ms},
+                     {"flops_dense", flops_dense},
+                     {"flops_actual", flops_actual},
+                     {"skipped", skipped}});
+      window_loss = window_seconds = 0.0;
+      window_steps = window_predictions = 0;
+    }
+    const bool last = step == steps;
+    if ((rc.eval_frequency > 0 && step % rc.eval_frequency == 0) || (last && o.mode == RunMode::TrainAndEval)) {
+      bar.clear();
+      const EvalResult e = evaluate(model, *s.data);
+      print_eval(s, step, e);
+      metrics.write(eval_row(s, step, e));
+    }
+    if ((rc.checkpoint_steps > 0 && step % rc.checkpoint_steps == 0) || last) checkpoint(step);
+  }
+  if (start >= steps) fmt::print("nothing to do: the newest checkpoint is at step {} of {}\n", start, steps);
+  fmt::print("checkpoint: {}\nmetrics: {}\n", checkpoint_model_path(dir, std::max(start, steps)),
+             (fs::path(dir) / "metrics.jsonl").string());
+  return 0;
+}
+
+}  // namespace sparsetrain

@@ -1,0 +1,43 @@
+#pragma once
+// The training loop. Each step k (from 1):
+//
+//   sparsity.prepare_step(k)  RigL asks for dense gradients on its update steps
+//   batch = data.train_batch(seed, k); loss = model.forward(batch); model.backward()
+//   non-finite loss or gradient: the step is skipped and counted (no update, no mask change)
+//   clip the global gradient norm (optimizer.max_gradient_norm); optimizer.step()
+//   (the sparsity algorithm updates masks after the step)
+//
+// with a log line and a metrics.jsonl row every runconfig.log_steps, evaluation every
+// eval_frequency steps, and checkpoints every checkpoint_steps and at the end. Everything a step
+// reads is a function of the checkpointed state and k, so a stopped run resumed from its newest
+// checkpoint continues bit-identically.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "train/setup.h"
+
+namespace sparsetrain {
+
+enum class RunMode { Train, Eval, TrainAndEval };
+
+struct RunOptions {
+  RunMode mode = RunMode::Train;
+  std::string model_dir = "model_dir";
+  std::string checkpoint_path;  // start from (train) or evaluate (eval) this model file
+  bool progress = true;         // a progress bar, when stderr is a terminal
+};
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;  // correct predictions / predictions
+  int64_t predictions = 0;
+};
+
+// Mean loss and accuracy over the data's evaluation batches.
+EvalResult evaluate(Model& model, const DataSource& data);
+
+// Runs the mode; returns the process exit code (docs/cli.md).
+int run(Setup& setup, const RunOptions& options);
+
+}  // namespace sparsetrain

@@ -1,0 +1,210 @@
+// The trainer end to end on a small text file: a run stopped and resumed from its checkpoint is
+// bit-identical to an uninterrupted one for every algorithm and storage; directories and configs
+// that cannot be trained are refused with clear messages.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "io/atomic_file.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace sparsetrain {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / fmt::format("sparsetrain-trainer-{}-{}", ::getpid(),
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    std::ofstream text(root_ / "corpus.txt");
+    for (int i = 0; i < 400; ++i)
+      text << "The " << (i % 7 == 0 ? "quick" : "lazy") << " fox number " << i << " jumps over the dog.\n";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::string config(const std::string& sparsity, int64_t max_steps) const {
+    return fmt::format(R"(model: {{name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 16}}
+train_input: {{data: text_file, path: "{}", tokenizer: byte, batch_size: 4, validation_fraction: 0.2}}
+eval_input: {{data: text_file, path: "{}", tokenizer: byte, batch_size: 4, validation_fraction: 0.2, eval_batches: 3}}
+optimizer: {{optimizer_type: adamw, learning_rate: 0.003, max_gradient_norm: 1.0}}
+{}
+runconfig: {{max_steps: {}, log_steps: 3, checkpoint_steps: 4, keep_checkpoints: 2, seed: 3}}
+)",
+                       (root_ / "corpus.txt").string(), (root_ / "corpus.txt").string(), sparsity, max_steps);
+  }
+
+  // Trains `yaml` into `dir` and returns the exit code.
+  int train(const std::string& yaml, const fs::path& dir, RunMode mode = RunMode::Train) const {
+    TrainConfig c = load_train_config_yaml(yaml, "test.yaml");
+    sparsetrain::Setup s = make_setup(std::move(c), 3, true);
+    RunOptions o;
+    o.mode = mode;
+    o.model_dir = dir.string();
+    o.progress = false;
+    return run(s, o);
+  }
+
+  static std::vector<uint8_t> bytes(const fs::path& p) { return read_file_bytes(p.string()); }
+
+  fs::path root_;
+};
+
+struct AlgorithmCase {
+  const char* name;
+  const char* sparsity;
+};
+
+class ResumeTest : public TrainerTest, public ::testing::WithParamInterface<AlgorithmCase> {};
+
+TEST_P(ResumeTest, StoppedAndResumedRunIsBitIdentical) {
+  const std::string sparsity = GetParam().sparsity;
+  const fs::path whole = root_ / "whole", parts = root_ / "parts";
+  ASSERT_EQ(train(config(sparsity, 10), whole), 0);
+  ASSERT_EQ(train(config(sparsity, 6), parts), 0);  // stops at 6 (checkpoints 4 and 6)
+  ASSERT_EQ(train(config(sparsity, 10), parts), 0);  // resumes from 6
+  EXPECT_EQ(bytes(checkpoint_model_path(whole.string(), 10)), bytes(checkpoint_model_path(parts.string(), 10)));
+  EXPECT_EQ(bytes(checkpoint_state_path(whole.string(), 10)), bytes(checkpoint_state_path(parts.string(), 10)));
+  // Only the newest two complete checkpoints are kept.
+  EXPECT_EQ(complete_checkpoints(parts.string()), (std::vector<int64_t>{8, 10}));
+  // The metrics read as one run: train rows at steps 3, 6, 9, 10, each once.
+  std::ifstream in(parts / "metrics.jsonl");
+  std::string line;
+  std::vector<int64_t> steps;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::json::parse(line);
+    if (row["split"] == "train") steps.push_back(row["step"].get<int64_t>());
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{3, 6, 9, 10}));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, ResumeTest,
+    ::testing::Values(
+        AlgorithmCase{"dense", ""}, AlgorithmCase{"static_csr", "sparsity: {algorithm: static, sparsity: 0.8, format: csr}"},
+        AlgorithmCase{"gmp_bcsr4",
+                      "sparsity: {algorithm: gmp, sparsity: {type: polynomial, init: 0.0, final: 0.75, begin: 0, end: 8}, "
+                      "update: {freq: 2}, format: bcsr4}"},
+        AlgorithmCase{"set_masked", "sparsity: {algorithm: set, sparsity: 0.7, update: {freq: 2}, drop_fraction: 0.3}"},
+        AlgorithmCase{"rigl_csr",
+                      "sparsity: {algorithm: rigl, sparsity: 0.9, update: {freq: 2, stop: 9}, format: csr, "
+                      "distribution: erk}"},
+        AlgorithmCase{"rigl_2_4", "sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 3}, format: \"2:4\"}"}),
+    [](const ::testing::TestParamInfo<AlgorithmCase>& case_info) { return std::string(case_info.param.name); });
+
+TEST_F(TrainerTest, EvaluatesACheckpointAndGeneratesMetrics) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("", 4), dir, RunMode::TrainAndEval), 0);
+  ASSERT_EQ(train(config("", 4), dir, RunMode::Eval), 0);
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  int evals = 0;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::json::parse(line);
+    if (row["split"] != "eval") continue;
+    ++evals;
+    EXPECT_GT(row["perplexity"].get<double>(), 1.0);
+    EXPECT_LT(row["perplexity"].get<double>(), 258.0 * 2);
+  }
+  EXPECT_EQ(evals, 2);
+  EXPECT_TRUE(fs::exists(dir / "params.yaml"));
+}
+
+TEST_F(TrainerTest, LossFallsOnLearnableText) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("sparsity: {algorithm: static, sparsity: 0.5, format: csr}", 40), dir), 0);
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  std::vector<double> losses;
+  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  ASSERT_GE(losses.size(), 3u);
+  EXPECT_LT(losses.back(), losses.front() - 1.0);  // from ~ln(257) = 5.5 towards the text's entropy
+}
+
+TEST_F(TrainerTest, RefusesADirectoryWithARunButNoCheckpoint) {
+  const fs::path dir = root_ / "run";
+  fs::create_directories(dir);
+  std::ofstream(dir / "metrics.jsonl") << "{\"step\":1}\n";
+  try {
+    train(config("", 4), dir);
+    FAIL() << "trained over a run without checkpoints";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no complete checkpoint to resume from"));
+  }
+}
+
+TEST_F(TrainerTest, IgnoresAnIncompleteCheckpoint) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  // A later checkpoint whose marker never got written (a crash during save) is not resumed from.
+  fs::copy_file(checkpoint_model_path(dir.string(), 4), checkpoint_model_path(dir.string(), 8));
+  EXPECT_EQ(complete_checkpoints(dir.string()), (std::vector<int64_t>{4}));
+  // A truncated model file makes its marker's size check fail.
+  fs::resize_file(checkpoint_model_path(dir.string(), 4), 100);
+  EXPECT_TRUE(complete_checkpoints(dir.string()).empty());
+}
+
+TEST_F(TrainerTest, CheckpointOfAnotherShapeIsRefusedNamingTheTensor) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  std::string other = config("", 4);
+  other.replace(other.find("n_embd: 16"), 10, "n_embd: 32");
+  try {
+    TrainConfig c = load_train_config_yaml(other, "other.yaml");
+    sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+    load_checkpoint(checkpoint_model_path(dir.string(), 4), *s.model, nullptr);
+    FAIL() << "loaded a checkpoint of another shape";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("transformer.wte.weight"));
+    EXPECT_THAT(e.what(), HasSubstr("does not fit this model"));
+  }
+}
+
+TEST(TrainConfig, ErrorsNameFileLineAndKey) {
+  const std::string yaml =
+      "model: {name: gpt}\ntrain_input: {data: brown}\noptimizer:\n  optimizer_type: adamw\n  learning_rat: 0.1\n"
+      "runconfig: {max_steps: 1}\n";
+  try {
+    load_train_config_yaml(yaml, "bad.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bad.yaml:5:3"));
+    EXPECT_THAT(e.what(), HasSubstr("learning_rat"));
+    EXPECT_THAT(e.what(), HasSubstr("did you mean 'learning_rate'"));
+  }
+  EXPECT_THROW(load_train_config_yaml("model: {name: gpt}\ntrain_input: {data: fashion_mnist}\noptimizer: "
+                                      "{learning_rate: 0.1}\nruncconfig: {max_steps: 1}\n",
+                                      "x.yaml"),
+               Error);
+  try {
+    load_train_config_yaml("model: {name: gpt, n_embd: 10, n_head: 3}\ntrain_input: {data: brown}\noptimizer: "
+                           "{learning_rate: 0.1}\nruncconfig: {max_steps: 1}\n",
+                           "x.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("runcconfig"));
+  }
+  try {
+    load_train_config_yaml("model: {name: mlp, hidden_sizes: [10, 0]}\ntrain_input: {data: fashion_mnist}\n"
+                           "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
+                           "x.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("x.yaml:1:"));
+    EXPECT_THAT(e.what(), HasSubstr("model.hidden_sizes[1]"));
+  }
+}
+
+}  // namespace
+}  // namespace sparsetrain
