@@ -63,9 +63,9 @@ int run_generate_command(const GenerateOptions& o) {
   Setup s = make_setup(std::move(config), 0, /*load_data=*/false);
   load_checkpoint(model_path, *s.model, nullptr);
   auto& gpt = dynamic_cast<Gpt&>(*s.model);
-  const std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(s.config.train_input.tokenizer);
-  std::vector<int32_t> ids = tokenizer->encode(o.prompt);
-  if (ids.empty()) ids.push_back(tokenizer->end_of_text().value());
+  const Tokenizer& tokenizer = *s.tokenizer;
+  std::vector<int32_t> ids = tokenizer.encode(o.prompt);
+  if (ids.empty()) ids.push_back(tokenizer.end_of_text().value());
   const int64_t context = gpt.config().context;
   const Philox rng(o.seed, "generate");
   for (int64_t n = 0; n < o.tokens; ++n) {
@@ -73,7 +73,7 @@ int run_generate_command(const GenerateOptions& o) {
     const std::span<const int32_t> last(ids.data() + ids.size() - static_cast<std::size_t>(window), static_cast<std::size_t>(window));
     const Matrix& logits = gpt.logits(last, 1, window);
     const float* row = logits.data() + (window - 1) * logits.cols();
-    const auto vocab = static_cast<std::size_t>(tokenizer->vocab_size());
+    const auto vocab = static_cast<std::size_t>(tokenizer.vocab_size());
     // Top-k sampling at the temperature; temperature 0 is greedy.
     std::vector<int32_t> order(vocab);
     for (std::size_t i = 0; i < vocab; ++i) order[i] = static_cast<int32_t>(i);
@@ -93,7 +93,7 @@ int run_generate_command(const GenerateOptions& o) {
     }
     ids.push_back(next);
   }
-  fmt::print("{}\n", tokenizer->decode(ids));
+  fmt::print("{}\n", tokenizer.decode(ids));
   return 0;
 }
 

@@ -163,9 +163,9 @@ LrSchedule read_learning_rate(const Value& v) {
     for (const char* key : not_for)
       if (const Mapping::Entry* e = m.find(key)) e->key_value.fail(fmt::format("'{}' does not apply to the {} scheduler", key, s));
   };
-  const double end = get("end_learning_rate") ? number_in(*get("end_learning_rate"), 0.0, lr, false,
-                                                          "a number in [0, initial_learning_rate]")
-                                              : 0.0;
+  const std::optional<Value> end_value = get("end_learning_rate");
+  const double end =
+      end_value ? number_in(*end_value, 0.0, lr, false, "a number in [0, initial_learning_rate]") : 0.0;
   LrSchedule schedule = LrSchedule::constant(lr);
   config::at_value(v, [&] {
     if (s == "constant") {
@@ -178,7 +178,8 @@ LrSchedule read_learning_rate(const Value& v) {
       schedule = LrSchedule::cosine(lr, int_at_least(need("total_iters"), 1), end);
     } else if (s == "step") {
       refuse({"end_learning_rate", "total_iters"});
-      const double gamma = get("gamma") ? number_in(*get("gamma"), 0.0, 1.0, false, "a number in (0, 1]") : 0.1;
+      const std::optional<Value> gamma_value = get("gamma");
+      const double gamma = gamma_value ? number_in(*gamma_value, 0.0, 1.0, false, "a number in (0, 1]") : 0.1;
       schedule = LrSchedule::step(lr, int_at_least(need("step_size"), 1), gamma);
     } else {
       kind->expected("constant, linear, cosine or step");

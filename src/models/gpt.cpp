@@ -97,11 +97,9 @@ void Gpt::resize(int64_t rows, int64_t seq) {
   if (seq < 1 || seq > config_.context)
     fail("gpt: sequences of {} tokens do not fit the context of {} ('n_positions')", seq, config_.context);
   if (rows < 1) fail("gpt: a batch needs at least one sequence");
+  if (!residual_.empty() && shape_.batch == rows && shape_.seq == seq) return;  // buffers fit already
   const int64_t c = config_.embed, bt = rows * seq;
   shape_ = {rows, seq, config_.heads, c};
-  if (!residual_.empty() && residual_[0].rows() == bt && positions_.size() == static_cast<std::size_t>(bt) &&
-      positions_[static_cast<std::size_t>(seq - 1)] == seq - 1)
-    return;
   residual_.clear();
   residual_.resize(static_cast<std::size_t>(config_.layers + 1));
   for (Matrix& r : residual_) r = Matrix(bt, c);

@@ -26,12 +26,15 @@ struct LayerNorm : Module {
 };
 
 // A container whose children are named 0, 1, 2, ... (torch.nn.ModuleList).
-struct ModuleList : Module {
+class ModuleList : public Module {
+ public:
   ModuleList() : Module("ModuleList") {}
   template <typename M>
   M& append(std::unique_ptr<M> m) {
     return register_module(std::to_string(size_++), std::move(m));
   }
+
+ private:
   int64_t size_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "models/mlp.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -85,8 +86,10 @@ LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_
       }
     }
     grad_out_ = Matrix(rows, config_.classes);
+    input_ = Matrix(rows, config_.inputs);
   }
-  input_ = batch.inputs.clone();
+  // The first layer's backward reads its input: keep a copy, the caller's batch may change.
+  std::copy(batch.inputs.data(), batch.inputs.data() + batch.inputs.size(), input_.data());
   dropped_last_ = training && config_.dropout > 0.0;
   ConstMatrixView x = input_;
   for (std::size_t i = 0; i < n; ++i) {

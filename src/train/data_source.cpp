@@ -43,14 +43,13 @@ std::string with_commas(int64_t n) {
 
 class TextSource final : public DataSource {
  public:
-  TextSource(const TrainConfig& c, int64_t context) {
+  TextSource(const TrainConfig& c, int64_t context, const Tokenizer& tokenizer) : tokenizer_(tokenizer) {
     const InputConfig& in = c.train_input;
     seq_ = in.sequence_length > 0 ? in.sequence_length : context;
     if (seq_ > context)
       fail("train_input.max_sequence_length ({}) is longer than the model's n_positions ({})", seq_, context);
     batch_ = in.batch_size;
     eval_batch_size_ = c.eval_input.batch_size;
-    tokenizer_ = make_tokenizer(in.tokenizer);
     std::vector<TextDocument> docs;
     if (in.dataset == DatasetKind::Brown)
       docs = in.path.empty() ? load_brown_corpus() : load_brown_corpus(in.path);
@@ -58,8 +57,8 @@ class TextSource final : public DataSource {
       docs.push_back(load_text_file(in.path));
     const TextSplit split = docs.size() > 1 ? split_documents(docs, in.validation_fraction, in.split_seed)
                                             : split_text(docs[0], in.validation_fraction);
-    train_ = tokenize(split.train, *tokenizer_);
-    validation_ = tokenize(split.validation, *tokenizer_);
+    train_ = tokenize(split.train, tokenizer_);
+    validation_ = tokenize(split.validation, tokenizer_);
     name_ = in.dataset == DatasetKind::Brown ? "brown" : in.path;
     for (const auto* stream : {&train_, &validation_})
       if (static_cast<int64_t>(stream->size()) < seq_ + 1)
@@ -87,11 +86,10 @@ class TextSource final : public DataSource {
   std::string describe() const override {
     return fmt::format("{}: {} training tokens, {} validation tokens ({} tokenizer, {} ids), sequences of {}", name_,
                        with_commas(static_cast<int64_t>(train_.size())),
-                       with_commas(static_cast<int64_t>(validation_.size())), tokenizer_->name(),
-                       tokenizer_->vocab_size(), seq_);
+                       with_commas(static_cast<int64_t>(validation_.size())), tokenizer_.name(),
+                       tokenizer_.vocab_size(), seq_);
   }
-  const Tokenizer* tokenizer() const override { return tokenizer_.get(); }
-  int64_t input_size() const override { return tokenizer_->vocab_size(); }
+  int64_t input_size() const override { return tokenizer_.vocab_size(); }
 
  private:
   template <typename Start>
@@ -110,7 +108,7 @@ class TextSource final : public DataSource {
   }
 
   int64_t seq_ = 0, batch_ = 0, eval_batch_size_ = 0, eval_batches_ = 0;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  const Tokenizer& tokenizer_;
   std::vector<int32_t> train_, validation_;
   std::string name_;
 };
@@ -118,9 +116,9 @@ class TextSource final : public DataSource {
 class ImageSource final : public DataSource {
  public:
   explicit ImageSource(const TrainConfig& c) {
-    const FashionMnist data = c.train_input.path.empty() ? load_fashion_mnist() : load_fashion_mnist(c.train_input.path);
-    train_ = first_of_shuffle(data.train, c.train_input.num_examples, "train_input");
-    test_ = first_of_shuffle(data.test, c.eval_input.num_examples, "eval_input");
+    FashionMnist data = c.train_input.path.empty() ? load_fashion_mnist() : load_fashion_mnist(c.train_input.path);
+    train_ = first_of_shuffle(std::move(data.train), c.train_input.num_examples, "train_input");
+    test_ = first_of_shuffle(std::move(data.test), c.eval_input.num_examples, "eval_input");
     batch_ = c.train_input.batch_size;
     eval_batch_size_ = c.eval_input.batch_size;
     if (train_.count() < batch_)
@@ -155,12 +153,8 @@ class ImageSource final : public DataSource {
   int64_t input_size() const override { return train_.rows * train_.cols; }
 
  private:
-  static ImageSet first_of_shuffle(const ImageSet& set, int64_t n, const char* section) {
-    if (n == 0) {  // all of them, in order
-      std::vector<int64_t> all(static_cast<std::size_t>(set.count()));
-      for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-      return set.subset(all);
-    }
+  static ImageSet first_of_shuffle(ImageSet set, int64_t n, const char* section) {
+    if (n == 0) return set;  // all of them, in order
     if (n > set.count()) fail("{}.num_examples: {} is more than the {} examples there are", section, n, set.count());
     std::vector<int64_t> idx = shuffled_indices(set.count(), 0);
     idx.resize(static_cast<std::size_t>(n));
@@ -189,9 +183,11 @@ class ImageSource final : public DataSource {
 
 }  // namespace
 
-std::unique_ptr<DataSource> make_data_source(const TrainConfig& config, int64_t model_context) {
+std::unique_ptr<DataSource> make_data_source(const TrainConfig& config, int64_t model_context,
+                                             const Tokenizer* tokenizer) {
   if (config.train_input.dataset == DatasetKind::FashionMnist) return std::make_unique<ImageSource>(config);
-  return std::make_unique<TextSource>(config, model_context);
+  if (tokenizer == nullptr) fail("{}: text data needs a tokenizer", config.file);
+  return std::make_unique<TextSource>(config, model_context, *tokenizer);
 }
 
 }  // namespace sparsetrain

@@ -33,15 +33,15 @@ class DataSource {
   virtual int64_t steps_per_epoch() const = 0;
   // "brown: 4,321,000 training tokens, 480,000 validation tokens (byte tokenizer)"
   virtual std::string describe() const = 0;
-  // The tokenizer of text data; null for images.
-  virtual const Tokenizer* tokenizer() const { return nullptr; }
   // Input features of image data (rows * cols), or the vocabulary of text data.
   virtual int64_t input_size() const = 0;
 };
 
-// Loads the datasets the config names (train_input and eval_input). For text, sequences are
-// sequence_length tokens (the model's context when 0).
-std::unique_ptr<DataSource> make_data_source(const TrainConfig& config, int64_t model_context);
+// Loads the datasets the config names (train_input and eval_input). Text is encoded with
+// `tokenizer` (which must outlive the source) into sequences of sequence_length tokens (the
+// model's context when 0); images need neither.
+std::unique_ptr<DataSource> make_data_source(const TrainConfig& config, int64_t model_context,
+                                             const Tokenizer* tokenizer);
 
 // The tokenizer a config names: "byte" (with an end-of-text id, 257 tokens) or "gpt2".
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name);

@@ -8,10 +8,9 @@
 
 namespace sparsetrain {
 
-std::unique_ptr<Model> build_model(const TrainConfig& config) {
+std::unique_ptr<Model> build_model(const TrainConfig& config, int64_t vocab) {
   if (const auto* gpt = std::get_if<GptConfig>(&config.model)) {
     GptConfig c = *gpt;
-    const int64_t vocab = make_tokenizer(config.train_input.tokenizer)->vocab_size();
     if (!config.model_sets_vocab) c.vocab_size = vocab;
     if (c.vocab_size < vocab)
       fail("{}: model.vocab_size {} is smaller than the {} tokenizer's {} ids", config.file, c.vocab_size,
@@ -26,10 +25,11 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
   s.seed = seed;
   s.config = std::move(config);
   const TrainConfig& c = s.config;
-  s.model = build_model(c);
+  const auto* gpt = std::get_if<GptConfig>(&c.model);
+  if (gpt != nullptr) s.tokenizer = make_tokenizer(c.train_input.tokenizer);
+  s.model = build_model(c, s.tokenizer ? s.tokenizer->vocab_size() : 0);
   if (load_data) {
-    const auto* gpt = std::get_if<GptConfig>(&c.model);
-    s.data = make_data_source(c, gpt != nullptr ? gpt->context : 0);
+    s.data = make_data_source(c, gpt != nullptr ? gpt->context : 0, s.tokenizer.get());
     if (const auto* mlp = std::get_if<MlpConfig>(&c.model); mlp != nullptr && mlp->inputs != s.data->input_size())
       fail("{}: model.input_size is {}, but the data has {} features per example", c.file, mlp->inputs,
            s.data->input_size());

@@ -16,16 +16,17 @@ namespace sparsetrain {
 
 struct Setup {
   TrainConfig config;
-  std::unique_ptr<DataSource> data;  // null when built without data
+  std::unique_ptr<Tokenizer> tokenizer;  // language models: the one the text is encoded with
+  std::unique_ptr<DataSource> data;      // null when built without data
   std::unique_ptr<Model> model;
   std::unique_ptr<SparsityAlgorithm> sparsity;  // null without a sparsity section
   std::unique_ptr<Optimizer> optimizer;
   uint64_t seed = 0;
 };
 
-// The model a config describes: a GPT's vocabulary is the tokenizer's unless `vocab_size` is
-// given (it must then be at least the tokenizer's).
-std::unique_ptr<Model> build_model(const TrainConfig& config);
+// The model a config describes: a GPT's vocabulary is `tokenizer_vocab` unless `vocab_size` is
+// given (it must then be at least that).
+std::unique_ptr<Model> build_model(const TrainConfig& config, int64_t tokenizer_vocab);
 
 // Builds the whole run with `seed` (the config's runconfig.seed unless overridden). With
 // `load_data` false the data is not read (generate, config, bench).

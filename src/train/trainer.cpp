@@ -37,9 +37,9 @@ double model_sparsity(const Setup& s) {
 }
 
 // The global L2 norm of every gradient, summed in double in parameter order.
-double grad_norm(const Model& model) {
+double grad_norm(Model& model) {
   double sum = 0.0;
-  for (const Parameter* p : const_cast<Model&>(model).parameters())
+  for (const Parameter* p : model.parameters())
     for (float g : p->grad()) sum += static_cast<double>(g) * g;
   return std::sqrt(sum);
 }
@@ -86,11 +86,9 @@ class ProgressBar {
   Clock::time_point last_ = Clock::now() - std::chrono::seconds(1);
 };
 
-bool is_gpt(const Setup& s) { return s.config.is_gpt(); }
-
 json eval_row(const Setup& s, int64_t step, const EvalResult& r) {
   json row = {{"step", step}, {"split", "eval"}, {"loss", r.loss}};
-  if (is_gpt(s))
+  if (s.config.is_gpt())
     row["perplexity"] = std::exp(r.loss);
   else
     row["accuracy"] = r.accuracy;
@@ -98,7 +96,7 @@ json eval_row(const Setup& s, int64_t step, const EvalResult& r) {
 }
 
 void print_eval(const Setup& s, int64_t step, const EvalResult& r) {
-  if (is_gpt(s))
+  if (s.config.is_gpt())
     fmt::print("eval step {}: loss {:.4f}, perplexity {:.2f} ({} tokens)\n", step, r.loss, std::exp(r.loss),
                r.predictions);
   else
@@ -231,10 +229,11 @@ int run(Setup& s, const RunOptions& o) {
       const double loss = window_loss / static_cast<double>(window_steps);
       const double rate = static_cast<double>(window_predictions) / window_seconds;
       const double ms = 1000.0 * window_seconds / static_cast<double>(window_steps);
-      const char* unit = is_gpt(s) ? "tokens/s" : "samples/s";
+      const double sparsity = model_sparsity(s);
+      const char* unit = s.config.is_gpt() ? "tokens/s" : "samples/s";
       fmt::print("step {:>6}/{} | loss {:.4f} | lr {:.2e} | sparsity {:.3f} | {:.0f} {} | {:.1f} ms/step | FLOPs "
                  "dense-eq {} actual {}{}\n",
-                 step, steps, loss, optimizer.lr(), model_sparsity(s), rate, unit, ms, si(flops_dense),
+                 step, steps, loss, optimizer.lr(), sparsity, rate, unit, ms, si(flops_dense),
                  si(flops_actual), skipped > 0 ? fmt::format(" | skipped {}", skipped) : "");
       std::fflush(stdout);
       metrics.write({{"step", step},
@@ -242,8 +241,8 @@ int run(Setup& s, const RunOptions& o) {
                      {"loss", loss},
                      {"lr", optimizer.lr()},
                      {"grad_norm", norm},
-                     {"sparsity", model_sparsity(s)},
-                     {is_gpt(s) ? "tokens_per_s" : "samples_per_s", rate},
+                     {"sparsity", sparsity},
+                     {s.config.is_gpt() ? "tokens_per_s" : "samples_per_s", rate},
                      {"ms_per_step", ms},
                      {"flops_dense", flops_dense},
                      {"flops_actual", flops_actual},
