@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/bench_linear.h"
+#include "cli/bench_train.h"
 #include "cli/config_command.h"
 #include "cli/inspect_command.h"
 #include "cli/train_command.h"
@@ -84,6 +85,22 @@ int main(int argc, char** argv) {
   bench_linear->add_option("--bandwidth-gbs", linear.bandwidth_gbs, "Memory bandwidth used for the floor column");
   bench_linear->add_flag("--json", linear.json, "One JSON object per line");
 
+  BenchTrainOptions train_bench;
+  auto* bench_train =
+      bench->add_subcommand("train", "Training steps of a config's model, dense vs sparse: speed and memory");
+  bench_train->add_option("-p,--params", train_bench.params, "A YAML config with a sparsity section")->required();
+  bench_train->add_option("--steps", train_bench.steps, "Timed steps per case (median reported)")
+      ->check(CLI::PositiveNumber);
+  bench_train->add_option("--warmup", train_bench.warmup, "Untimed steps before them")->check(CLI::NonNegativeNumber);
+  bench_train->add_option("--rounds", train_bench.rounds, "Alternating dense and sparse processes per case")
+      ->check(CLI::PositiveNumber);
+  bench_train->add_option("--threads", train_bench.threads, "Threads (default: the config's, else OpenMP's)")
+      ->check(CLI::PositiveNumber);
+  bench_train->add_option("--seed", train_bench.seed, "Seed (default: the config's)");
+  bench_train->add_flag("--json", train_bench.json, "One JSON object instead of the table");
+  bench_train->add_option("--case", train_bench.run_case, "Run only this case here and print its JSON (dense, sparse)")
+      ->group("");  // internal: how the parent starts each measured process
+
   ConfigCommandOptions config;
   auto* config_command =
       app.add_subcommand("config", "Validate a config's sparsity section and print what it resolves to");
@@ -100,6 +117,7 @@ int main(int argc, char** argv) {
     if (verbose) set_verbose_dispatch(true);
     (void)effective_isa();
     if (bench_linear->parsed()) return run_bench_linear(linear);
+    if (bench_train->parsed()) return run_bench_train(train_bench);
     if (config_command->parsed()) return run_config_command(config);
     if (generate_command->parsed()) return run_generate_command(generate);
     if (inspect_command->parsed()) return run_inspect_command(inspect);

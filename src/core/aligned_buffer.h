@@ -73,6 +73,7 @@ class AlignedBuffer {
   const T* data() const { return data_; }
   std::size_t size() const { return size_; }
   std::size_t capacity() const { return capacity_; }
+  std::size_t bytes() const { return capacity_ * sizeof(T); }  // memory held
   bool empty() const { return size_ == 0; }
   T& operator[](std::size_t i) { return data_[i]; }
   const T& operator[](std::size_t i) const { return data_[i]; }

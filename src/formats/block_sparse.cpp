@@ -300,6 +300,12 @@ void BlockSparseMatrix::backward(const PackedTokens& dy, const PackedTokens& x, 
   csr_backward(wt, transposed_.perm(), dy, x, dx, dvalues, transposed_grad_.data(), accumulate);
 }
 
+std::size_t BlockSparseMatrix::memory_bytes() const {
+  return row_ptr_.bytes() + col_.bytes() + values_.bytes() + next_row_ptr_.bytes() + next_col_.bytes() +
+         snapshot_.bytes() + transposed_.memory_bytes() + transposed_grad_.bytes() + slice_ptr_.bytes() +
+         row_scratch_.bytes();
+}
+
 void BlockSparseMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                                          bool accumulate) const {
   sddmm(view(), dy, x, dvalues, accumulate);

@@ -41,6 +41,7 @@ class BlockSparseMatrix final : public SparseWeight {
   // CSR: one fused sweep over W^T computes dX and dW (see csr_backward).
   void backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
                 bool accumulate) override;
+  std::size_t memory_bytes() const override;
 
  private:
   // Builds next_row_ptr_ / next_col_ from the mask and returns the kept block count.

@@ -188,4 +188,9 @@ void NmMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, f
   nm_sddmm(view(), dy, x, dvalues, accumulate);
 }
 
+std::size_t NmMatrix::memory_bytes() const {
+  return offset_.bytes() + next_offset_.bytes() + values_.bytes() + t_ptr_.bytes() + t_row_.bytes() +
+         t_cursor_.bytes() + t_source_.bytes() + t_offset_.bytes() + t_values_.bytes();
+}
+
 }  // namespace sparsetrain

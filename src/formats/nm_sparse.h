@@ -37,6 +37,7 @@ class NmMatrix final : public SparseWeight {
   void backward_data(const PackedTokens& dy, MatrixView dx) override;
   void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                         bool accumulate) const override;
+  std::size_t memory_bytes() const override;
 
  private:
   // Reads the kept offsets of every group into next_offset_, checking exactly N per group.

@@ -51,6 +51,8 @@ class SparseWeight {
   Matrix to_dense() const;
   virtual Mask mask() const = 0;
   virtual int64_t nnz() const = 0;  // kept weights (edge-block padding excluded)
+  // Memory held: values, structure, the transposed companion and per-weight scratch, by capacity.
+  virtual std::size_t memory_bytes() const = 0;
   double sparsity() const;
   // Checks every structural invariant; throws Error with the first violation found.
   virtual void validate() const = 0;

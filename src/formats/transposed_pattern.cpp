@@ -19,6 +19,10 @@ void TransposedPattern::reserve(int64_t blocks, int block) {
   view_.values = values_.data();
 }
 
+std::size_t TransposedPattern::memory_bytes() const {
+  return row_ptr_.bytes() + col_.bytes() + perm_.bytes() + cursor_.bytes() + slice_ptr_.bytes() + values_.bytes();
+}
+
 void TransposedPattern::build(const BlockSparseView& src) {
   const int b = src.block;
   // Block sizes are powers of two; a shift instead of a division is a third of the build time.

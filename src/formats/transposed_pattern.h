@@ -19,6 +19,7 @@ class TransposedPattern {
   BlockSparseView view() const { return view_; }
   // perm()[i]: the source block of transposed block i.
   const int32_t* perm() const { return perm_.data(); }
+  std::size_t memory_bytes() const;
 
  private:
   AlignedBuffer<int32_t> row_ptr_, col_, perm_, cursor_, slice_ptr_;

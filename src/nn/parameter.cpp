@@ -96,6 +96,15 @@ int64_t Parameter::kept() const {
 
 double Parameter::sparsity() const { return 1.0 - static_cast<double>(kept()) / static_cast<double>(numel()); }
 
+ParameterMemory Parameter::memory() const {
+  ParameterMemory m;
+  m.values = dense_.bytes() + (storage_ == Storage::MaskedDense ? static_cast<std::size_t>(mask_.rows() * mask_.cols()) : 0) +
+             (compressed_ ? compressed_->memory_bytes() : 0);
+  m.grad = grad_.bytes() + static_cast<std::size_t>(dense_grad.size()) * sizeof(float);
+  for (const auto& [key, buffer] : states_) m.state += buffer.bytes();
+  return m;
+}
+
 void Parameter::check_mask(const Mask& mask, const char* what) const {
   if (mask.rows() != rows() || mask.cols() != cols())
     fail("parameter '{}': {} mask is [{} x {}], the parameter is [{} x {}]", name_, what, mask.rows(), mask.cols(),

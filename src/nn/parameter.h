@@ -32,6 +32,14 @@ using Shape = std::vector<int64_t>;
 enum class Storage { Dense, MaskedDense, Compressed };
 const char* storage_name(Storage s);
 
+// Bytes a parameter holds for training, by role (buffer capacities, not just sizes).
+struct ParameterMemory {
+  std::size_t values = 0;  // the elements (and mask), or the whole compressed weight
+  std::size_t grad = 0;    // its gradient, and RigL's dense gradient while held
+  std::size_t state = 0;   // optimizer state
+  std::size_t total() const { return values + grad + state; }
+};
+
 class Parameter {
  public:
   // A dense parameter of this shape, all zeros. Shapes have 1 to 4 positive dimensions.
@@ -80,6 +88,7 @@ class Parameter {
   Mask mask() const;
   int64_t kept() const;
   double sparsity() const;  // 1 - kept / numel
+  ParameterMemory memory() const;
 
   // Makes the parameter sparse under `mask`: compressed in `format` when given (matrices only;
   // `reserve` kept weights of capacity for later mask changes), masked-dense otherwise. Values

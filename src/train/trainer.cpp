@@ -13,6 +13,7 @@
 #include "io/atomic_file.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/step.h"
 
 namespace sparsetrain {
 
@@ -34,27 +35,6 @@ double model_sparsity(const Setup& s) {
     total += static_cast<double>(p->numel());
   }
   return total > 0.0 ? 1.0 - kept / total : 0.0;
-}
-
-// The global L2 norm of every gradient, summed in double in parameter order.
-double grad_norm(Model& model) {
-  double sum = 0.0;
-  for (const Parameter* p : model.parameters())
-    for (float g : p->grad()) sum += static_cast<double>(g) * g;
-  return std::sqrt(sum);
-}
-
-void scale_grads(Model& model, float factor) {
-  for (Parameter* p : model.parameters())
-    for (float& g : p->grad()) g *= factor;
-}
-
-// RigL's dense-gradient GEMMs on its update steps: 2 FLOPs per weight per prediction.
-double dense_grad_flops(Model& model, int64_t predictions) {
-  double flops = 0.0;
-  for (const Parameter* p : model.parameters())
-    if (p->wants_dense_grad) flops += 2.0 * static_cast<double>(p->numel()) * static_cast<double>(predictions);
-  return flops;
 }
 
 std::string si(double x) {
@@ -199,29 +179,15 @@ int run(Setup& s, const RunOptions& o) {
   int64_t window_steps = 0, window_predictions = 0;
   for (int64_t step = start + 1; step <= steps; ++step) {
     const auto t0 = Clock::now();
-    if (s.sparsity) s.sparsity->prepare_step(step);
-    optimizer.zero_grad();
-    s.data->train_batch(s.seed, step, batch);
-    const Flops f = model.training_flops(batch.rows, batch.seq);
-    const LossResult r = model.forward(batch, /*training=*/true, s.seed, step);
-    model.backward();
-    const double norm = grad_norm(model);
-    flops_dense += f.dense;
-    flops_actual += f.actual + dense_grad_flops(model, batch.predictions());
-    if (!std::isfinite(r.loss) || !std::isfinite(norm)) {
-      ++skipped;  // no update and no mask change on a non-finite step
-      optimizer.set_step(step);
-      for (Parameter* p : model.parameters()) p->wants_dense_grad = false;
-    } else {
-      if (s.config.optimizer.max_gradient_norm > 0.0 && norm > s.config.optimizer.max_gradient_norm)
-        scale_grads(model, static_cast<float>(s.config.optimizer.max_gradient_norm / norm));
-      optimizer.step();
-    }
+    const StepResult r = train_step(s, step, batch);
+    flops_dense += r.flops.dense;
+    flops_actual += r.flops.actual;
+    if (r.skipped) ++skipped;
     const double dt = seconds_since(t0);
     window_loss += r.loss;
     window_seconds += dt;
     ++window_steps;
-    window_predictions += batch.predictions();
+    window_predictions += r.predictions;
     bar.update(step);
 
     if (step % rc.log_steps == 0 || step == steps) {
@@ -240,7 +206,7 @@ int run(Setup& s, const RunOptions& o) {
                      {"split", "train"},
                      {"loss", loss},
                      {"lr", optimizer.lr()},
-                     {"grad_norm", norm},
+                     {"grad_norm", r.grad_norm},
                      {"sparsity", sparsity},
                      {s.config.is_gpt() ? "tokens_per_s" : "samples_per_s", rate},
                      {"ms_per_step", ms},

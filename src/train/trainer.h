@@ -1,14 +1,7 @@
 #pragma once
-// The training loop. Each step k (from 1):
-//
-//   sparsity.prepare_step(k)  RigL asks for dense gradients on its update steps
-//   batch = data.train_batch(seed, k); loss = model.forward(batch); model.backward()
-//   non-finite loss or gradient: the step is skipped and counted (no update, no mask change)
-//   clip the global gradient norm (optimizer.max_gradient_norm); optimizer.step()
-//   (the sparsity algorithm updates masks after the step)
-//
-// with a log line and a metrics.jsonl row every runconfig.log_steps, evaluation every
-// eval_frequency steps, and checkpoints every checkpoint_steps and at the end. Everything a step
+// The training loop: train_step() (train/step.h) for each step k from 1, with a log line and a
+// metrics.jsonl row every runconfig.log_steps, evaluation every eval_frequency steps, and
+// checkpoints every checkpoint_steps and at the end. Everything a step
 // reads is a function of the checkpointed state and k, so a stopped run resumed from its newest
 // checkpoint continues bit-identically.
 #include <cstdint>

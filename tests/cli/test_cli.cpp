@@ -1,6 +1,6 @@
-// The `sparsetrain` command as a user meets it: JSON lines and table of `bench linear`, exit
-// codes 0/1/2 with messages naming what was wrong, the ISA cap and dispatch tracing, from
-// options and from the environment.
+// The `sparsetrain` command as a user meets it: JSON lines and tables of `bench linear` and
+// `bench train`, exit codes 0/1/2 with messages naming what was wrong, the ISA cap and dispatch
+// tracing, from options and from the environment.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -123,6 +123,63 @@ TEST(CliConfig, AnInvalidConfigExitsOneNamingFileLineColumnAndKey) {
   const CliResult missing = run_cli({"config"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_TRUE(contains(missing.err, "--params is required")) << missing.err;
+}
+
+// A tiny GPT on a generated text file, 90% of its block weights pruned (CSR).
+std::string tiny_gpt_config(const std::string& name, const std::string& sparsity) {
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog.\n";
+  const std::string corpus = write_config(name + ".txt", text);
+  return write_config(name + ".yaml", R"(model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 32}
+train_input: {data: text_file, path: ")" + corpus + R"(", tokenizer: byte, batch_size: 4}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10, seed: 3}
+)" + sparsity);
+}
+
+TEST(CliBenchTrain, JsonComparesDenseAndSparseProcesses) {
+  const std::string path =
+      tiny_gpt_config("bench_train", "sparsity: {algorithm: static, sparsity: 0.9, format: csr, distribution: uniform}\n");
+  const CliResult r = run_cli({"bench", "train", "--params", path, "--steps", "2", "--warmup", "1", "--json"}, kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(lines[0]);
+  for (const char* key : {"dense_tokens_per_s", "sparse_tokens_per_s", "speedup", "dense_peak_mb", "sparse_peak_mb",
+                          "flop_limit_speedup", "gemm_gflops", "dense_fraction_of_gemm", "sparse_layers_memory_ratio"})
+    ASSERT_TRUE(j.contains(key)) << "missing " << key;
+  EXPECT_EQ(j["predictions_per_step"], 4 * 16);
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["sparse_layer_count"], 2 * 4);  // c_attn, attn.c_proj, c_fc, mlp.c_proj per block
+  const double dense_rate = j["dense_tokens_per_s"], sparse_rate = j["sparse_tokens_per_s"];
+  EXPECT_GT(dense_rate, 0.0);
+  EXPECT_GT(sparse_rate, 0.0);
+  EXPECT_NEAR(j["speedup"].get<double>(), sparse_rate / dense_rate, 1e-9);
+  // The sparse kernels execute a tenth of the block weights' multiply-adds, the rest is dense.
+  const double limit = j["flop_limit_speedup"];
+  EXPECT_GT(limit, 1.2);
+  EXPECT_LT(limit, 10.0);
+  // Dense: 4 bytes of weight, gradient and two AdamW moments per element; sparse: a tenth of that
+  // plus the structure.
+  const double ratio = j["sparse_layers_memory_ratio"];
+  EXPECT_GT(ratio, 0.1);
+  EXPECT_LT(ratio, 0.5);
+  EXPECT_GT(j["dense_peak_mb"].get<double>(), 1.0);
+}
+
+TEST(CliBenchTrain, TableAndRefusalOfADenseConfig) {
+  const std::string sparse =
+      tiny_gpt_config("bench_table", "sparsity: {algorithm: static, sparsity: 0.9, format: bcsr4}\n");
+  const CliResult r = run_cli({"bench", "train", "--params", sparse, "--steps", "1", "--warmup", "0"}, kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "speedup ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "of oneDNN's GEMM rate")) << r.out;
+  EXPECT_TRUE(contains(r.out, "64 tokens per step")) << r.out;
+
+  const std::string dense = tiny_gpt_config("bench_dense", "");
+  const CliResult refused = run_cli({"bench", "train", "--params", dense}, kOneThread);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_TRUE(contains(refused.err, "bench_dense.yaml: no sparsity section")) << refused.err;
 }
 
 TEST(CliErrors, UnknownFormatExitsOneNamingTheFormat) {

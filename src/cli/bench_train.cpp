@@ -1,0 +1,257 @@
+#include "cli/bench_train.h"
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/isa.h"
+#include "core/parallel.h"
+#include "kernels/dense_gemm.h"
+#include "train/step.h"
+
+extern char** environ;
+
+namespace sparsetrain {
+
+using json = nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double peak_resident_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports kilobytes
+}
+
+// oneDNN's forward GEMM Y [m x n] = X [m x k] W^T, median of 5 after a warm-up, in GFLOP/s.
+double gemm_gflops(int64_t m, int64_t n, int64_t k) {
+  Matrix x(m, k, 0.5f), w(n, k, 0.25f), y(m, n);
+  std::vector<double> ms;
+  for (int i = 0; i < 6; ++i) {
+    const auto t0 = Clock::now();
+    gemm(false, true, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, y.data(), n);
+    if (i > 0) ms.push_back(ms_since(t0));
+  }
+  return 2.0 * static_cast<double>(m * n * k) / median(ms) / 1e6;
+}
+
+// The largest matrix parameter: the GEMM the dense rate is measured on.
+const Parameter& largest_matrix(Model& model) {
+  const Parameter* best = nullptr;
+  for (const Parameter* p : model.parameters())
+    if (p->shape().size() == 2 && (best == nullptr || p->numel() > best->numel())) best = p;
+  if (best == nullptr) fail("bench train: the model has no matrix parameter");
+  return *best;
+}
+
+// One case in this process: warm-up steps, timed steps, memory. Prints one JSON line.
+int run_case(const BenchTrainOptions& o) {
+  if (o.run_case != "dense" && o.run_case != "sparse") fail("bench train: --case is dense or sparse, got '{}'", o.run_case);
+  TrainConfig config = load_train_config_file(o.params);
+  if (o.run_case == "dense") config.sparsity = SparsityConfig{};
+  const uint64_t seed = o.seed.value_or(config.run.seed);
+  Setup s = make_setup(std::move(config), seed, /*load_data=*/true);
+  Batch batch;
+  StepResult last;
+  std::vector<double> ms;
+  for (int i = 0; i < o.warmup + o.steps; ++i) {
+    const auto t0 = Clock::now();
+    last = train_step(s, i + 1, batch);
+    if (i >= o.warmup) ms.push_back(ms_since(t0));
+  }
+  json out = {{"case", o.run_case},
+              {"ms_per_step", median(ms)},
+              {"step_ms", ms},
+              {"predictions_per_step", last.predictions},
+              {"flops_dense", last.flops.dense},
+              {"flops_actual", last.flops.actual},
+              {"peak_mb", peak_resident_mb()},
+              {"model", s.model->describe()},
+              {"threads", num_threads()},
+              {"isa", isa_name(effective_isa())}};
+  json memory = json::object();
+  for (const Parameter* p : s.model->parameters()) {
+    const ParameterMemory m = p->memory();
+    memory[p->name()] = {m.values, m.grad, m.state};
+  }
+  out["memory"] = memory;
+  if (s.sparsity) {
+    json names = json::array();
+    for (const Parameter* p : s.sparsity->parameters()) names.push_back(p->name());
+    out["sparse_parameters"] = names;
+  }
+  if (o.run_case == "dense") {
+    const Parameter& p = largest_matrix(*s.model);
+    out["gemm"] = {{"m", last.predictions}, {"n", p.rows()}, {"k", p.cols()},
+                   {"gflops", gemm_gflops(last.predictions, p.rows(), p.cols())}};
+  }
+  fmt::print("{}\n", out.dump());
+  return 0;
+}
+
+// Runs this binary with `args` and returns the JSON line it prints; its stderr passes through.
+json run_child(const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) fail("bench train: cannot create a pipe");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; spawned == 0 && (n = read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  close(fds[0]);
+  if (spawned != 0) fail("bench train: cannot start /proc/self/exe (error {})", spawned);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail("bench train: the {} case failed (see its message above)", args[args.size() - 1]);
+  try {
+    return json::parse(text);
+  } catch (const json::exception&) {
+    fail("bench train: the {} case printed no result", args[args.size() - 1]);
+  }
+}
+
+struct Memory {
+  double values = 0, grad = 0, state = 0;  // MB
+  double total() const { return values + grad + state; }
+};
+
+// Training memory of the named parameters in one case's report.
+Memory layers_memory(const json& report, const std::set<std::string>& names) {
+  Memory m;
+  for (const auto& [name, bytes] : report["memory"].items()) {
+    if (names.count(name) == 0) continue;
+    m.values += bytes[0].get<double>() / (1 << 20);
+    m.grad += bytes[1].get<double>() / (1 << 20);
+    m.state += bytes[2].get<double>() / (1 << 20);
+  }
+  return m;
+}
+
+}  // namespace
+
+int run_bench_train(const BenchTrainOptions& o) {
+  if (o.steps < 1 || o.warmup < 0 || o.rounds < 1)
+    fail("bench train: --steps and --rounds must be at least 1 and --warmup at least 0");
+  if (o.threads > 0) set_num_threads(o.threads);
+  if (!o.run_case.empty()) return run_case(o);
+
+  const TrainConfig config = load_train_config_file(o.params);
+  if (config.sparsity.form == ConfigForm::None)
+    fail("{}: no sparsity section, so there is no sparse case to compare with dense", o.params);
+  const int threads = o.threads > 0 ? o.threads : config.run.num_threads > 0 ? config.run.num_threads : num_threads();
+  std::vector<json> dense, sparse;
+  for (int r = 0; r < o.rounds; ++r)
+    for (const char* c : {"dense", "sparse"}) {
+      std::vector<std::string> args = {"sparsetrain", "--max-isa", std::string(isa_name(max_isa())), "bench", "train",
+                                       "--params", o.params, "--steps", std::to_string(o.steps), "--warmup",
+                                       std::to_string(o.warmup), "--threads", std::to_string(threads)};
+      if (o.seed) args.insert(args.end(), {"--seed", std::to_string(*o.seed)});
+      args.insert(args.end(), {"--case", c});
+      (std::string(c) == "dense" ? dense : sparse).push_back(run_child(args));
+    }
+
+  auto median_of = [](const std::vector<json>& reports, const char* key) {
+    std::vector<double> v;
+    for (const json& j : reports) v.push_back(j[key].get<double>());
+    return median(v);
+  };
+  const json& d = dense.front();
+  const json& s = sparse.front();
+  const double tokens = d["predictions_per_step"].get<double>();
+  const double dense_ms = median_of(dense, "ms_per_step"), sparse_ms = median_of(sparse, "ms_per_step");
+  const double dense_rate = tokens / dense_ms * 1e3, sparse_rate = tokens / sparse_ms * 1e3;
+  const double flops_dense = d["flops_dense"].get<double>(), flops_sparse = s["flops_actual"].get<double>();
+  const double dense_model_gflops = flops_dense / dense_ms / 1e6;
+  std::vector<double> gemm_rates;
+  for (const json& j : dense) gemm_rates.push_back(j["gemm"]["gflops"].get<double>());
+  const double gemm_rate = median(gemm_rates);
+  const std::set<std::string> names = s["sparse_parameters"].get<std::set<std::string>>();
+  const Memory dense_layers = layers_memory(d, names), sparse_layers = layers_memory(s, names);
+  const char* unit = config.is_gpt() ? "tokens" : "samples";
+
+  json result = {{"config", o.params},
+                 {"model", d["model"]},
+                 {"isa", d["isa"]},
+                 {"threads", d["threads"]},
+                 {"steps", o.steps},
+                 {"warmup", o.warmup},
+                 {"rounds", o.rounds},
+                 {"predictions_per_step", tokens},
+                 {"dense_ms_per_step", dense_ms},
+                 {"sparse_ms_per_step", sparse_ms},
+                 {"dense_tokens_per_s", dense_rate},
+                 {"sparse_tokens_per_s", sparse_rate},
+                 {"speedup", dense_ms / sparse_ms},
+                 {"flop_limit_speedup", flops_dense / flops_sparse},
+                 {"dense_flops_per_step", flops_dense},
+                 {"sparse_flops_per_step", flops_sparse},
+                 {"dense_model_gflops", dense_model_gflops},
+                 {"gemm_gflops", gemm_rate},
+                 {"gemm_shape", {d["gemm"]["m"], d["gemm"]["n"], d["gemm"]["k"]}},
+                 {"dense_fraction_of_gemm", dense_model_gflops / gemm_rate},
+                 {"dense_peak_mb", median_of(dense, "peak_mb")},
+                 {"sparse_peak_mb", median_of(sparse, "peak_mb")},
+                 {"sparse_layer_count", names.size()},
+                 {"dense_sparse_layers_mb", dense_layers.total()},
+                 {"sparse_sparse_layers_mb", sparse_layers.total()},
+                 {"sparse_layers_memory_ratio", sparse_layers.total() / dense_layers.total()},
+                 {"sparse_layers_values_mb", sparse_layers.values},
+                 {"sparse_layers_grad_mb", sparse_layers.grad},
+                 {"sparse_layers_state_mb", sparse_layers.state}};
+  if (o.json) {
+    fmt::print("{}\n", result.dump());
+    return 0;
+  }
+  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {} threads; kernels {}\n", o.params,
+             d["model"].get<std::string>(), tokens, unit, d["threads"].get<int>(), d["isa"].get<std::string>());
+  fmt::print("median of {} steps after {} warm-up, {} round{} of dense and sparse processes\n\n", o.steps, o.warmup,
+             o.rounds, o.rounds == 1 ? "" : "s");
+  fmt::print("{:<7} {:>9} {:>10} {:>12} {:>13} {:>9} {:>17}\n", "case", "ms/step", fmt::format("{}/s", unit),
+             "GFLOP/step", "model GFLOP/s", "peak MB", "sparse layers MB");
+  fmt::print("{:<7} {:>9.1f} {:>10.0f} {:>12.1f} {:>13.1f} {:>9.0f} {:>17.1f}\n", "dense", dense_ms, dense_rate,
+             flops_dense / 1e9, dense_model_gflops, result["dense_peak_mb"].get<double>(), dense_layers.total());
+  fmt::print("{:<7} {:>9.1f} {:>10.0f} {:>12.1f} {:>13.1f} {:>9.0f} {:>17.1f}\n\n", "sparse", sparse_ms, sparse_rate,
+             flops_sparse / 1e9, flops_sparse / sparse_ms / 1e6, result["sparse_peak_mb"].get<double>(),
+             sparse_layers.total());
+  fmt::print("speedup {:.2f}x (FLOP limit {:.2f}x)\n", dense_ms / sparse_ms, flops_dense / flops_sparse);
+  fmt::print("dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{})\n",
+             dense_model_gflops, dense_model_gflops / gemm_rate, gemm_rate, d["gemm"]["m"].get<int64_t>(),
+             d["gemm"]["n"].get<int64_t>(), d["gemm"]["k"].get<int64_t>());
+  fmt::print("sparse layers ({} tensors): weights + gradients + optimizer state {:.1f} MB sparse vs {:.1f} MB dense "
+             "({:.3f}x; sparse: {:.1f} weights incl. structure, {:.1f} gradients, {:.1f} optimizer state)\n",
+             names.size(), sparse_layers.total(), dense_layers.total(), sparse_layers.total() / dense_layers.total(),
+             sparse_layers.values, sparse_layers.grad, sparse_layers.state);
+  return 0;
+}
+
+}  // namespace sparsetrain

@@ -1,0 +1,28 @@
+#pragma once
+// `sparsetrain bench train`: times whole training steps of a config's model dense (the same config
+// without its sparsity section) and sparse, and compares speed and memory.
+//
+// Each case runs in a child process of its own (this binary with --case), so each has its own
+// peak resident memory, and dense and sparse cases alternate when --rounds > 1 so both see the
+// same drift of a shared machine. The dense case also times oneDNN's GEMM on the model's largest
+// layer, so the dense step's model FLOP rate can be put against the best dense rate in the same run.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace sparsetrain {
+
+struct BenchTrainOptions {
+  std::string params;
+  int steps = 5;   // timed steps per case (median reported)
+  int warmup = 2;  // untimed steps before them
+  int rounds = 1;  // dense/sparse pairs of processes
+  int threads = 0;  // 0: the config's runconfig.num_threads, else OpenMP's default
+  std::optional<uint64_t> seed;
+  bool json = false;
+  std::string run_case;  // "dense" or "sparse": run that case in this process, print one JSON line
+};
+
+int run_bench_train(const BenchTrainOptions& options);
+
+}  // namespace sparsetrain
