@@ -182,15 +182,23 @@ void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView 
   split_rows_even(groups, [&](Range g) { impl.run(wt, dy, dx, Range{0, dy.tiles}, g); });
 }
 
+// Per feature, 64 partial sums (one per token of a tile, contiguous, so the loop vectorizes)
+// added in a fixed order: the same bits for any thread count and ISA.
 void bias_grad(const PackedTokens& dy, float* dbias, bool accumulate) {
-  for (int64_t f = 0; f < dy.features; ++f) {
-    float sum = 0.0f;
-    for (int64_t tile = 0; tile < dy.tiles; ++tile) {
-      const float* row = dy.tile(tile) + f * kTokenTile;
-      for (int t = 0; t < kTokenTile; ++t) sum += row[t];
+  parallel_run(static_cast<int>(std::max<int64_t>(dy.features / 16, 1)), [&](int ith, int nth) {
+    int64_t f0 = 0, f1 = 0;
+    balance_even(dy.features, ith, nth, f0, f1);
+    for (int64_t f = f0; f < f1; ++f) {
+      float lanes[kTokenTile] = {};
+      for (int64_t tile = 0; tile < dy.tiles; ++tile) {
+        const float* row = dy.tile(tile) + f * kTokenTile;
+        for (int t = 0; t < kTokenTile; ++t) lanes[t] += row[t];
+      }
+      float sum = 0.0f;
+      for (float v : lanes) sum += v;
+      dbias[f] = accumulate ? dbias[f] + sum : sum;
     }
-    dbias[f] = accumulate ? dbias[f] + sum : sum;
-  }
+  });
 }
 
 }  // namespace sparsetrain

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/fast_math.h"
 
 namespace sparsetrain {
 
@@ -15,43 +16,6 @@ namespace {
 // sqrt(2 / pi) and GPT-2's cubic coefficient.
 constexpr float kGeluScale = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
-
-// libm's expf/tanhf are opaque calls the loops cannot vectorize, and on GPT-sized MLPs they
-// dominate the step. The inline versions below are straight-line float code (selects, no
-// branches, no calls) so -O3 vectorizes them at any ISA level, and each stays within a few ulp.
-
-// c ? a : b as bit operations. A float ternary is a branch to GCC under the default
-// -ftrapping-math (it will not speculate the arms), which blocks vectorization.
-inline float select(bool c, float a, float b) {
-  const uint32_t m = 0u - static_cast<uint32_t>(c);
-  return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
-}
-
-// e^x for x in [-87, 88], where 2^n stays a normal float; callers clamp. x = n ln2 + r with
-// |r| <= ln2 / 2, ln2 split so n * kLn2Hi is exact, then Cephes' degree-7 polynomial for e^r
-// (relative error ~1e-7 on that interval). NaN propagates through r.
-inline float exp_bounded(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  // Adding 1.5 * 2^23 rounds to the nearest integer and leaves it in the low mantissa bits,
-  // which avoids a float-to-int conversion (undefined for NaN).
-  constexpr float kRound = 12582912.0f;
-  const float t = x * kLog2e + kRound;
-  const float n = t - kRound;
-  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  const float r2 = r * r;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r2 + r + 1.0f;
-  // Unsigned arithmetic: for a NaN x the bits are garbage, and signed overflow would be UB.
-  const uint32_t biased = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kRound) + 127u;
-  return p * std::bit_cast<float>(biased << 23);
-}
 
 // tanh with ~2 ulp relative error everywhere. Near 0, 1 - 2 / (e^2u + 1) cancels, so |u| < 0.625
 // uses Cephes' odd polynomial instead; beyond 9, 1 - tanh is below half an ulp of 1.

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/dense_gemm.h"
+#include "ops/fast_math.h"
 
 namespace sparsetrain {
 
@@ -128,14 +129,9 @@ void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView 
       causal_scores(T, D, scale, q, qkv.ld, k, qkv.ld, att);
       for (int64_t t = 0; t < T; ++t) {
         float* row = att + t * T;
-        float maxv = row[0];
-        for (int64_t j = 1; j <= t; ++j) maxv = std::max(maxv, row[j]);
-        double sum = 0.0;
-        for (int64_t j = 0; j <= t; ++j) {
-          row[j] = std::exp(row[j] - maxv);
-          sum += row[j];
-        }
-        const float inv = static_cast<float>(1.0 / sum);
+        const float maxv = row_max(row, t + 1);
+        for (int64_t j = 0; j <= t; ++j) row[j] = exp_nonpositive(row[j] - maxv);
+        const auto inv = static_cast<float>(1.0 / row_sum(row, t + 1));
         for (int64_t j = 0; j <= t; ++j) row[j] *= inv;
         std::fill(row + t + 1, row + T, 0.0f);
       }

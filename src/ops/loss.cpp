@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/fast_math.h"
 
 namespace sparsetrain {
 
@@ -34,6 +35,13 @@ int64_t argmax(const float* x, int64_t n) {
   return best;
 }
 
+// The first index holding v (0 when none does, as for a NaN v).
+int64_t first_index_of(const float* x, int64_t n, float v) {
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] == v) return i;
+  return 0;
+}
+
 // Row losses are computed in parallel into `row_loss`, then summed here in row order.
 LossResult finish(const std::vector<double>& row_loss, const std::vector<uint8_t>& row_correct, double divisor) {
   LossResult result;
@@ -55,6 +63,7 @@ LossResult softmax_cross_entropy(ConstMatrixView logits, std::span<const int32_t
   std::vector<double> row_loss(static_cast<size_t>(N));
   std::vector<uint8_t> row_correct(static_cast<size_t>(N));
   const double inv_n = N > 0 ? 1.0 / static_cast<double>(N) : 0.0;
+  std::vector<float> scratch(dlogits.data != nullptr ? 0 : static_cast<size_t>(num_threads() * V));
   parallel_run(parts_for(N), [&](int ith, int nth) {
     int64_t r0 = 0, r1 = 0;
     balance_even(N, ith, nth, r0, r1);
@@ -62,19 +71,19 @@ LossResult softmax_cross_entropy(ConstMatrixView logits, std::span<const int32_t
       const float* x = logits.row(r);
       const int32_t target = targets[r];
       // Everything is read before the gradient row is written, since dlogits may alias logits.
-      const int64_t best = argmax(x, V);
-      const double maxv = x[best];
-      double sum = 0.0;
-      for (int64_t c = 0; c < V; ++c) sum += std::exp(x[c] - maxv);
-      const double lse = maxv + std::log(sum);
-      row_loss[r] = lse - x[target];
+      const float maxv = row_max(x, V);
+      const float target_logit = x[target];
+      const int64_t best = first_index_of(x, V, maxv);
+      // e = exp(x - max) goes into the gradient row (or a scratch row), then p = e / sum.
+      float* e = dlogits.data != nullptr ? dlogits.row(r) : scratch.data() + static_cast<size_t>(ith * V);
+      for (int64_t c = 0; c < V; ++c) e[c] = exp_nonpositive(x[c] - maxv);
+      const double sum = row_sum(e, V);
+      row_loss[r] = static_cast<double>(maxv) + std::log(sum) - target_logit;
       row_correct[r] = best == target ? 1 : 0;
       if (dlogits.data == nullptr) continue;
-      float* g = dlogits.row(r);
-      for (int64_t c = 0; c < V; ++c) {
-        const double p = std::exp(x[c] - lse);
-        g[c] = static_cast<float>((p - (c == target ? 1.0 : 0.0)) * inv_n);
-      }
+      const auto scale = static_cast<float>(inv_n / sum);
+      for (int64_t c = 0; c < V; ++c) e[c] *= scale;
+      e[target] -= static_cast<float>(inv_n);
     }
   });
   return finish(row_loss, row_correct, static_cast<double>(N));
