@@ -11,6 +11,23 @@
 
 namespace sparsetrain {
 
+namespace {
+// Buffers a call needs only while it runs: the scanned structure of a mask update, the snapshot
+// that remaps survivors, the fused backward's dW in W^T order and a dense row per thread. One set
+// per calling thread, shared by every weight, rather than one per weight: at 90% sparsity
+// per-weight copies would take more memory than the kept values. They grow to the largest weight
+// once; after that no call allocates.
+struct CallScratch {
+  AlignedBuffer<int32_t> next_row_ptr, next_col;
+  AlignedBuffer<float> snapshot, transposed_grad, dense_rows;
+};
+
+CallScratch& call_scratch() {
+  thread_local CallScratch scratch;
+  return scratch;
+}
+}  // namespace
+
 BlockSparseMatrix::BlockSparseMatrix(int64_t rows, int64_t cols, int block)
     : SparseWeight(rows, cols), block_(block), block_rows_((rows + block - 1) / block) {
   if (block != 1 && block != 4 && block != 8 && block != 16)
@@ -41,9 +58,8 @@ void BlockSparseMatrix::reserve(int64_t nnz) {
   const int64_t bb = static_cast<int64_t>(block_) * block_;
   // Edge blocks hold fewer kept weights than b*b; one extra block per block-row covers them.
   const int64_t blocks = (nnz + bb - 1) / bb + (block_ > 1 ? block_rows_ : 0);
-  for (auto* buffer : {&col_, &next_col_}) buffer->reserve(blocks);
-  for (auto* buffer : {&values_, &snapshot_}) buffer->reserve(blocks * bb);
-  if (block_ == 1) transposed_grad_.reserve(blocks);
+  col_.reserve(blocks);
+  values_.reserve(blocks * bb);
   transposed_.reserve(blocks, block_);
 }
 
@@ -102,8 +118,10 @@ void exact_kept_columns(const uint8_t* row, int64_t cols, int32_t* out) {
 int64_t BlockSparseMatrix::scan_mask(const Mask& mask) {
   check_mask_shape(mask);
   const int b = block_;
-  next_row_ptr_.resize(block_rows_ + 1);
-  next_row_ptr_[0] = 0;
+  AlignedBuffer<int32_t>& next_row_ptr = call_scratch().next_row_ptr;
+  AlignedBuffer<int32_t>& next_col = call_scratch().next_col;
+  next_row_ptr.resize(block_rows_ + 1);
+  next_row_ptr[0] = 0;
   if (b == 1) {
     // Counts per row (in parallel), prefix, then columns (in parallel). A row takes the 8-wide
     // path only while 8 slots of this thread's own range follow it, so the slack never reaches
@@ -111,26 +129,26 @@ int64_t BlockSparseMatrix::scan_mask(const Mask& mask) {
     parallel_run(num_threads(), [&](int ith, int nth) {
       int64_t begin, end;
       balance_even(rows_, ith, nth, begin, end);
-      for (int64_t r = begin; r < end; ++r) next_row_ptr_[r + 1] = static_cast<int32_t>(count_kept(mask.row(r), cols_));
+      for (int64_t r = begin; r < end; ++r) next_row_ptr[r + 1] = static_cast<int32_t>(count_kept(mask.row(r), cols_));
     });
-    for (int64_t r = 0; r < rows_; ++r) next_row_ptr_[r + 1] += next_row_ptr_[r];
-    next_col_.resize(next_row_ptr_[rows_]);
+    for (int64_t r = 0; r < rows_; ++r) next_row_ptr[r + 1] += next_row_ptr[r];
+    next_col.resize(next_row_ptr[rows_]);
     parallel_run(num_threads(), [&](int ith, int nth) {
       int64_t begin, end;
       balance_even(rows_, ith, nth, begin, end);
       for (int64_t r = begin; r < end; ++r) {
-        int32_t* dst = next_col_.data() + next_row_ptr_[r];
-        if (next_row_ptr_[end] - next_row_ptr_[r + 1] >= 8)
+        int32_t* dst = next_col.data() + next_row_ptr[r];
+        if (next_row_ptr[end] - next_row_ptr[r + 1] >= 8)
           kept_columns(mask.row(r), cols_, dst);
         else
           exact_kept_columns(mask.row(r), cols_, dst);
       }
     });
-    return next_row_ptr_[rows_];
+    return next_row_ptr[rows_];
   }
   // Blocks: a block is kept when every in-range weight is kept, pruned when none is.
   const int64_t block_cols = (cols_ + b - 1) / b;
-  next_col_.resize(0);
+  next_col.resize(0);
   for (int64_t br = 0; br < block_rows_; ++br) {
     for (int64_t bc = 0; bc < block_cols; ++bc) {
       const int32_t col = static_cast<int32_t>(bc * b);
@@ -143,18 +161,21 @@ int64_t BlockSparseMatrix::scan_mask(const Mask& mask) {
              "weights; block formats keep or prune whole blocks",
              b, br, bc, br * b, std::min<int64_t>(rows_, (br + 1) * b) - 1, col,
              std::min<int64_t>(cols_, col + b) - 1, kept, in_range(br, col));
-      std::size_t at = next_col_.size();
-      next_col_.resize(at + 1);
-      next_col_[at] = col;
+      std::size_t at = next_col.size();
+      next_col.resize(at + 1);
+      next_col[at] = col;
     }
-    next_row_ptr_[br + 1] = static_cast<int32_t>(next_col_.size());
+    next_row_ptr[br + 1] = static_cast<int32_t>(next_col.size());
   }
-  return next_row_ptr_[block_rows_];
+  return next_row_ptr[block_rows_];
 }
 
 void BlockSparseMatrix::commit_structure() {
-  row_ptr_.swap(next_row_ptr_);
-  col_.swap(next_col_);
+  const CallScratch& scratch = call_scratch();
+  row_ptr_.resize(scratch.next_row_ptr.size());
+  std::copy(scratch.next_row_ptr.begin(), scratch.next_row_ptr.end(), row_ptr_.begin());
+  col_.resize(scratch.next_col.size());
+  std::copy(scratch.next_col.begin(), scratch.next_col.end(), col_.begin());
   nnz_ = 0;
   if (block_ == 1) {
     nnz_ = row_ptr_[block_rows_];
@@ -173,13 +194,14 @@ void BlockSparseMatrix::assign(ConstMatrixView dense, const Mask& mask) {
          cols_);
   const int64_t blocks = scan_mask(mask);
   const int b = block_;
+  const CallScratch& scratch = call_scratch();
   values_.resize(blocks * b * b);
   for (int64_t br = 0; br < block_rows_; ++br)
-    for (int32_t k = next_row_ptr_[br]; k < next_row_ptr_[br + 1]; ++k) {
+    for (int32_t k = scratch.next_row_ptr[br]; k < scratch.next_row_ptr[br + 1]; ++k) {
       float* dst = values_.data() + static_cast<int64_t>(k) * b * b;
       for (int i = 0; i < b; ++i)
         for (int j = 0; j < b; ++j) {
-          int64_t r = br * b + i, c = next_col_[k] + j;
+          int64_t r = br * b + i, c = scratch.next_col[k] + j;
           dst[i * b + j] = (r < rows_ && c < cols_) ? dense.at(r, c) : 0.0f;
         }
     }
@@ -198,21 +220,23 @@ void BlockSparseMatrix::update_mask(const Mask& mask, std::span<AlignedBuffer<fl
 // place so it stays where its owner (an optimizer) found it: survivors are read from a snapshot.
 void BlockSparseMatrix::remap(AlignedBuffer<float>& buffer) {
   const int64_t bb = static_cast<int64_t>(block_) * block_;
-  snapshot_.resize(buffer.size());
-  std::copy(buffer.begin(), buffer.end(), snapshot_.begin());
+  CallScratch& scratch = call_scratch();
+  AlignedBuffer<float>& snapshot = scratch.snapshot;
+  snapshot.resize(buffer.size());
+  std::copy(buffer.begin(), buffer.end(), snapshot.begin());
   buffer.resize(next_blocks_ * bb);
   if (block_ == 1) {
     // Survivors through a dense row of scratch: scatter the old row, gather the new one, clear.
     // Branch-free, unlike a merge of two sorted column lists.
-    row_scratch_.resize(static_cast<std::size_t>(cols_ * num_threads()));
+    scratch.dense_rows.resize(static_cast<std::size_t>(cols_ * num_threads()));
     parallel_run(num_threads(), [&](int ith, int nth) {
-      float* dense = row_scratch_.data() + ith * cols_;
+      float* dense = scratch.dense_rows.data() + ith * cols_;
       std::fill_n(dense, cols_, 0.0f);
       int64_t begin, end;
       balance_even(rows_, ith, nth, begin, end);
       for (int64_t r = begin; r < end; ++r) {
-        for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = snapshot_[k];
-        for (int32_t k = next_row_ptr_[r]; k < next_row_ptr_[r + 1]; ++k) buffer[k] = dense[next_col_[k]];
+        for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = snapshot[k];
+        for (int32_t k = scratch.next_row_ptr[r]; k < scratch.next_row_ptr[r + 1]; ++k) buffer[k] = dense[scratch.next_col[k]];
         for (int32_t k = row_ptr_[r]; k < row_ptr_[r + 1]; ++k) dense[col_[k]] = 0.0f;
       }
     });
@@ -221,11 +245,11 @@ void BlockSparseMatrix::remap(AlignedBuffer<float>& buffer) {
   for (int64_t br = 0; br < block_rows_; ++br) {
     int32_t old = row_ptr_[br];
     const int32_t old_end = row_ptr_[br + 1];
-    for (int32_t k = next_row_ptr_[br]; k < next_row_ptr_[br + 1]; ++k) {
-      while (old < old_end && col_[old] < next_col_[k]) ++old;
+    for (int32_t k = scratch.next_row_ptr[br]; k < scratch.next_row_ptr[br + 1]; ++k) {
+      while (old < old_end && col_[old] < scratch.next_col[k]) ++old;
       float* dst = buffer.data() + k * bb;
-      if (old < old_end && col_[old] == next_col_[k])
-        std::copy_n(snapshot_.data() + old * bb, bb, dst);
+      if (old < old_end && col_[old] == scratch.next_col[k])
+        std::copy_n(snapshot.data() + old * bb, bb, dst);
       else
         std::fill_n(dst, bb, 0.0f);
     }
@@ -296,14 +320,13 @@ void BlockSparseMatrix::backward(const PackedTokens& dy, const PackedTokens& x, 
                                  bool accumulate) {
   if (block_ != 1 || dx.data == nullptr) return SparseWeight::backward(dy, x, dx, dvalues, accumulate);
   const BlockSparseView wt = transposed_view();
-  transposed_grad_.resize(static_cast<std::size_t>(wt.blocks()));
-  csr_backward(wt, transposed_.perm(), dy, x, dx, dvalues, transposed_grad_.data(), accumulate);
+  AlignedBuffer<float>& transposed_grad = call_scratch().transposed_grad;
+  transposed_grad.resize(static_cast<std::size_t>(wt.blocks()));
+  csr_backward(wt, transposed_.perm(), dy, x, dx, dvalues, transposed_grad.data(), accumulate);
 }
 
 std::size_t BlockSparseMatrix::memory_bytes() const {
-  return row_ptr_.bytes() + col_.bytes() + values_.bytes() + next_row_ptr_.bytes() + next_col_.bytes() +
-         snapshot_.bytes() + transposed_.memory_bytes() + transposed_grad_.bytes() + slice_ptr_.bytes() +
-         row_scratch_.bytes();
+  return row_ptr_.bytes() + col_.bytes() + values_.bytes() + transposed_.memory_bytes() + slice_ptr_.bytes();
 }
 
 void BlockSparseMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,

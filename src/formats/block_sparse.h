@@ -44,7 +44,7 @@ class BlockSparseMatrix final : public SparseWeight {
   std::size_t memory_bytes() const override;
 
  private:
-  // Builds next_row_ptr_ / next_col_ from the mask and returns the kept block count.
+  // Builds the next structure (in the calling thread's scratch) from the mask; returns its block count.
   int64_t scan_mask(const Mask& mask);
   int64_t in_range(int64_t br, int32_t col) const;  // entries of a block inside the shape
   void commit_structure();
@@ -55,13 +55,9 @@ class BlockSparseMatrix final : public SparseWeight {
   int64_t nnz_ = 0;
   AlignedBuffer<int32_t> row_ptr_, col_;
   AlignedBuffer<float> values_;
-  AlignedBuffer<int32_t> next_row_ptr_, next_col_;  // built by scan_mask, swapped in on commit
-  AlignedBuffer<float> snapshot_;                    // remap: the buffer before the update
-  int64_t next_blocks_ = 0;                          // blocks of the scanned structure
+  int64_t next_blocks_ = 0;  // blocks of the scanned structure (held in the calling thread's scratch)
   TransposedPattern transposed_;
-  AlignedBuffer<float> transposed_grad_;  // CSR fused backward: dW in W^T order
-  AlignedBuffer<int32_t> slice_ptr_;      // CSR: column slices for the kernels
-  AlignedBuffer<float> row_scratch_;      // CSR update_mask: one dense row per thread
+  AlignedBuffer<int32_t> slice_ptr_;  // CSR: column slices for the kernels
 };
 
 }  // namespace sparsetrain
