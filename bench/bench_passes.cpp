@@ -22,6 +22,7 @@ struct SparseLayer {
   Matrix y{kTokens, kOut}, dx{kTokens, kIn};
   std::unique_ptr<SparseWeight> w;
   LinearWorkspace ws;
+  PackedTokens packed_dy;
   AlignedBuffer<float> dvalues;
   FormatSpec format;
 
@@ -31,6 +32,7 @@ struct SparseLayer {
     dvalues.resize(w->values().size());
     linear_forward(*w, nullptr, x, y, ws);
     linear_backward(*w, dy, ws, dx, dvalues.data(), nullptr);
+    pack_tokens(dy, packed_dy);
   }
   bool nm() const { return format.kind == FormatKind::NM; }
   bool csr() const { return !nm() && format.block == 1; }
@@ -51,14 +53,14 @@ void sparse_fwd(benchmark::State& state) {
 
 void sparse_bwd_data(benchmark::State& state) {
   SparseLayer l(state);
-  for (auto _ : state) l.w->backward_data(l.ws.dy, l.dx);
+  for (auto _ : state) l.w->backward_data(l.packed_dy, l.dx);
   set_flop_counters(state, l.w->nnz(), 1);
   l.label(state, {l.nm() ? "nm_bwd_data" : "spmm_fwd"});  // block formats: the forward kernel on W^T
 }
 
 void sparse_bwd_weights(benchmark::State& state) {
   SparseLayer l(state);
-  for (auto _ : state) l.w->backward_weights(l.ws.dy, l.ws.x, l.dvalues.data());
+  for (auto _ : state) l.w->backward_weights(l.packed_dy, l.ws.x, l.dvalues.data());
   set_flop_counters(state, l.w->nnz(), 1);
   l.label(state, {l.nm() ? "nm_sddmm" : "sddmm"});
 }
@@ -66,7 +68,7 @@ void sparse_bwd_weights(benchmark::State& state) {
 // Both backward passes in the one call training makes: CSR fuses them into one sweep over W^T.
 void sparse_bwd(benchmark::State& state) {
   SparseLayer l(state);
-  for (auto _ : state) l.w->backward(l.ws.dy, l.ws.x, l.dx, l.dvalues.data());
+  for (auto _ : state) l.w->backward(l.packed_dy, l.ws.x, l.dx, l.dvalues.data());
   set_flop_counters(state, l.w->nnz(), 2);
   if (l.csr())
     l.label(state, {"csr_backward"});

@@ -12,9 +12,10 @@ void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x,
 
 void linear_backward(SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
                      float* dbias, bool accumulate) {
-  pack_tokens(dy, ws.dy);
-  w.backward(ws.dy, ws.x, dx, dvalues, accumulate);
-  if (dbias != nullptr) bias_grad(ws.dy, dbias, accumulate);
+  thread_local PackedTokens packed_dy;
+  pack_tokens(dy, packed_dy);
+  w.backward(packed_dy, ws.x, dx, dvalues, accumulate);
+  if (dbias != nullptr) bias_grad(packed_dy, dbias, accumulate);
 }
 
 void linear_dense_weight_grad(ConstMatrixView dy, ConstMatrixView x, MatrixView dw) {

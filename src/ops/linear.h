@@ -2,8 +2,10 @@
 // A linear layer's training passes on a sparse weight, from the token-major tensors a model
 // holds: Y = X W^T + b with X [T x in], W [out x in], Y [T x out].
 //
-// Packing is part of the op: the forward pass packs X into the workspace and the backward pass
-// reuses it, packing dY once for both backward kernels. RigL's dense gradient is a separate call
+// Packing is part of the op: the forward pass packs X into the layer's workspace and the backward
+// pass reuses it, packing dY once for both backward kernels into a buffer of the calling thread
+// that every layer shares (dY is needed only during the call; per-layer copies would add up to
+// more memory than the sparse weights). RigL's dense gradient is a separate call
 // so it can only run on the steps that ask for it.
 #include "core/tensor.h"
 #include "formats/sparse_weight.h"
@@ -12,8 +14,7 @@
 namespace sparsetrain {
 
 struct LinearWorkspace {
-  PackedTokens x;   // packed input, kept from forward for backward-weights
-  PackedTokens dy;  // packed output gradient
+  PackedTokens x;  // packed input, kept from forward for backward-weights
 };
 
 // Y = X W^T + bias (bias may be null).
