@@ -113,6 +113,11 @@ LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_
   return result;
 }
 
+const Matrix& Mlp::outputs() const {
+  if (post_.empty()) fail("mlp: outputs() before any forward()");
+  return post_.back();
+}
+
 void Mlp::backward() {
   if (!ready_for_backward_) fail("mlp: backward() without a training forward()");
   ready_for_backward_ = false;

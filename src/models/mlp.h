@@ -47,6 +47,10 @@ class Mlp : public Model {
   Flops training_flops(int64_t rows, int64_t seq) const override;
   std::string describe() const override;
 
+  // The last forward's outputs [rows x classes]: logits with cross-entropy, the output
+  // activation's values with MSE. Backward leaves them in place.
+  const Matrix& outputs() const;
+
  private:
   MlpConfig config_;
   std::vector<Linear*> layers_;

@@ -208,5 +208,17 @@ TEST(MlpConfig, RefusesContradictions) {
   EXPECT_THROW(Mlp{c}, Error);
 }
 
+TEST(MlpOutputs, ExistOnlyAfterAForward) {
+  MlpConfig config;
+  config.inputs = 3;
+  config.hidden = {4};
+  config.classes = 2;
+  Mlp mlp(config);
+  EXPECT_THROW(mlp.outputs(), Error);
+  mlp.forward(image_batch(5, 3, 2), false, 0, 0);
+  EXPECT_EQ(mlp.outputs().rows(), 5);
+  EXPECT_EQ(mlp.outputs().cols(), 2);
+}
+
 }  // namespace
 }  // namespace sparsetrain
