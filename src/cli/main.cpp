@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   using namespace sparsetrain;
   CLI::App app{"sparsetrain: sparse neural network training on CPUs"};
   app.require_subcommand(0, 1);
+  app.set_version_flag("--version", fmt::format("sparsetrain {} (kernels: {} on this CPU)", SPARSETRAIN_VERSION,
+                                                isa_name(cpu_isa())));
   // Training options, both at the top level (the Model Zoo form: sparsetrain --mode train --params
   // cfg.yaml --model_dir DIR) and under the train, eval and train_and_eval subcommands.
   auto add_train_options = [](CLI::App* a, TrainCommandOptions& t, bool top_level) {

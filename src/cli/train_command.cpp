@@ -31,13 +31,9 @@ RunMode parse_mode(const std::string& mode) {
 int run_train_command(const TrainCommandOptions& o) {
   TrainConfig config = load_train_config_file(o.params);
   for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
-  if (o.max_steps) {
-    config.run.max_steps = *o.max_steps;
-    config.run.num_epochs = 0;
-  }
-  if (o.threads) config.run.num_threads = *o.threads;
+  apply_run_overrides(config, {o.max_steps, o.seed, o.threads});
   if (config.run.num_threads > 0) set_num_threads(config.run.num_threads);
-  const uint64_t seed = o.seed.value_or(config.run.seed);
+  const uint64_t seed = config.run.seed;
   Setup setup = make_setup(std::move(config), seed, /*load_data=*/true);
   RunOptions run_options;
   run_options.mode = parse_mode(o.mode);

@@ -1,6 +1,7 @@
 #include "config/train_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/yaml_reader.h"
 
@@ -302,6 +303,34 @@ TrainConfig load_train_config_yaml(const std::string& text, const std::string& f
 
 TrainConfig load_train_config_file(const std::string& path) {
   return load_train_config_yaml(config::read_config_file(path), path);
+}
+
+void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
+  std::vector<std::string> given;
+  YAML::Node root = YAML::Load(config.text);
+  YAML::Node run = root["runconfig"];
+  if (o.max_steps) {
+    config.run.max_steps = *o.max_steps;
+    config.run.num_epochs = 0;
+    run["max_steps"] = *o.max_steps;
+    run.remove("num_epochs");
+    given.push_back(fmt::format("--max_steps {}", *o.max_steps));
+  }
+  if (o.seed) {
+    config.run.seed = *o.seed;
+    run["seed"] = *o.seed;
+    given.push_back(fmt::format("--seed {}", *o.seed));
+  }
+  if (o.num_threads) {
+    config.run.num_threads = *o.num_threads;
+    run["num_threads"] = *o.num_threads;
+    given.push_back(fmt::format("--threads {}", *o.num_threads));
+  }
+  if (given.empty()) return;
+  YAML::Emitter out;
+  out << root;
+  config.text = fmt::format("# {} with the command-line overrides {}\n{}\n", config.file, fmt::join(given, ", "),
+                            out.c_str());
 }
 
 }  // namespace sparsetrain

@@ -68,4 +68,17 @@ struct TrainConfig {
 TrainConfig load_train_config_yaml(const std::string& text, const std::string& file);
 TrainConfig load_train_config_file(const std::string& path);
 
+// Command-line values that replace runconfig keys.
+struct RunOverrides {
+  std::optional<int64_t> max_steps;  // also drops num_epochs
+  std::optional<uint64_t> seed;
+  std::optional<int> num_threads;
+};
+
+// Applies the overrides to config.run and to config.text, so the copy in the model directory is
+// the config the run really used: the runconfig keys are replaced and a first comment line names
+// the overrides (the YAML is re-emitted, which drops the original comments). Without overrides
+// the text stays exactly as written.
+void apply_run_overrides(TrainConfig& config, const RunOverrides& overrides);
+
 }  // namespace sparsetrain

@@ -216,6 +216,12 @@ TEST(CliErrors, InvalidCommandLinesExitTwo) {
   }
 }
 
+TEST(CliErrors, VersionExitsZeroNamingTheVersionAndIsa) {
+  const CliResult r = run_cli({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "sparsetrain " SPARSETRAIN_TEST_VERSION " (kernels: ")) << r.out;
+}
+
 TEST(CliErrors, HelpExitsZero) {
   const CliResult r = run_cli({"bench", "linear", "--help"});
   EXPECT_EQ(r.exit_code, 0);

@@ -171,6 +171,34 @@ TEST_F(TrainerTest, CheckpointOfAnotherShapeIsRefusedNamingTheTensor) {
   }
 }
 
+TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
+  const std::string yaml =
+      "# a comment\nmodel: {name: mlp, input_size: 784, hidden_sizes: [8]}\ntrain_input: {data: fashion_mnist}\n"
+      "optimizer: {learning_rate: 0.1}\nsparsity: {algorithm: set, sparsity: 0.5, update: {freq: 10}}\n"
+      "runconfig: {num_epochs: 3, seed: 4, log_steps: 7}\n";
+  TrainConfig unchanged = load_train_config_yaml(yaml, "as_given.yaml");
+  apply_run_overrides(unchanged, {});
+  EXPECT_EQ(unchanged.text, yaml);  // nothing overridden: the file as written, comments included
+
+  TrainConfig c = load_train_config_yaml(yaml, "as_given.yaml");
+  apply_run_overrides(c, {int64_t{12}, uint64_t{9}, 1});
+  EXPECT_EQ(c.run.max_steps, 12);
+  EXPECT_EQ(c.run.num_epochs, 0);
+  EXPECT_EQ(c.run.seed, 9u);
+  EXPECT_EQ(c.run.num_threads, 1);
+  EXPECT_THAT(c.text, HasSubstr("as_given.yaml with the command-line overrides --max_steps 12, --seed 9, --threads 1"));
+  // The recorded text is a valid config that reads back as the run that was made.
+  const TrainConfig back = load_train_config_yaml(c.text, "params.yaml");
+  EXPECT_EQ(back.run.max_steps, 12);
+  EXPECT_EQ(back.run.num_epochs, 0);
+  EXPECT_EQ(back.run.seed, 9u);
+  EXPECT_EQ(back.run.num_threads, 1);
+  EXPECT_EQ(back.run.log_steps, 7);
+  EXPECT_EQ(std::get<MlpConfig>(back.model).hidden, std::vector<int64_t>{8});
+  ASSERT_EQ(back.sparsity.groups.size(), 1u);
+  EXPECT_EQ(back.sparsity.groups[0].algorithm, "set");
+}
+
 TEST(TrainConfig, ErrorsNameFileLineAndKey) {
   const std::string yaml =
       "model: {name: gpt}\ntrain_input: {data: brown}\noptimizer:\n  optimizer_type: adamw\n  learning_rat: 0.1\n"
