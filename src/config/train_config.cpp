@@ -52,12 +52,15 @@ Mapping section(const Value& v, const std::vector<std::string>& keys, const std:
 
 const std::vector<std::string> kGptKeys = {"name",        "vocab_size",         "n_positions",      "n_layer",
                                            "n_head",      "n_embd",             "layer_norm_epsilon",
-                                           "initializer_range"};
+                                           "initializer_range", "sparse_init"};
 const std::vector<std::string> kMlpKeys = {"name",       "input_size", "hidden_sizes", "num_classes", "activation",
-                                           "output_activation", "loss", "dropout"};
+                                           "output_activation", "loss", "dropout", "sparse_init"};
 
-std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab) {
+std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, SparseInit& sparse_init) {
   const Mapping probe(v, "a mapping with 'name: gpt' or 'name: mlp'");
+  if (const std::optional<Value> init = probe.get("sparse_init"))
+    sparse_init =
+        config::at_value(*init, [&] { return parse_sparse_init(init->as_string("dense or scaled"), "sparse_init"); });
   const std::optional<Value> name = probe.get("name");
   if (!name) v.fail("missing key 'name' (gpt or mlp)");
   const std::string kind = name->as_string("gpt or mlp");
@@ -274,7 +277,7 @@ TrainConfig read_train_document(const Source& src) {
   for (const char* required : {"model", "train_input", "optimizer", "runconfig"})
     if (!m.has(required)) top.fail(fmt::format("missing section '{}'", required));
   try {
-    c.model = read_model(*m.get("model"), c.model_sets_vocab);
+    c.model = read_model(*m.get("model"), c.model_sets_vocab, c.sparse_init);
     c.train_input = read_input(*m.get("train_input"), false);
     c.eval_input = m.has("eval_input") ? read_input(*m.get("eval_input"), true) : c.train_input;
     c.optimizer = read_optimizer(*m.get("optimizer"));

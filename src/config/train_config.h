@@ -11,6 +11,7 @@
 #include "config/sparsity_config.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
+#include "models/sparse_init.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"
@@ -56,6 +57,7 @@ struct TrainConfig {
   std::string text;  // the YAML as written, copied into the model directory
   std::variant<GptConfig, MlpConfig> model;
   bool model_sets_vocab = false;  // gpt: vocab_size given (else the tokenizer's)
+  SparseInit sparse_init = SparseInit::Scaled;  // model.sparse_init
   InputConfig train_input;
   InputConfig eval_input;
   OptimizerConfig optimizer;

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
+#include "models/sparse_init.h"
 #include "optim/adamw.h"
 #include "optim/sgd.h"
 
@@ -38,6 +39,7 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
   if (apply_sparsity && c.sparsity.form != ConfigForm::None) {
     s.sparsity = c.sparsity.build();
     s.sparsity->apply(*s.model);
+    apply_sparse_init(*s.model, c.sparse_init);
   }
   const OptimizerConfig& o = c.optimizer;
   if (o.type == "sgd")

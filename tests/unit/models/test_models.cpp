@@ -12,6 +12,7 @@
 #include "core/philox.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
+#include "models/sparse_init.h"
 #include "sparsity/algorithms.h"
 
 namespace sparsetrain {
@@ -198,6 +199,54 @@ INSTANTIATE_TEST_SUITE_P(
                       MlpCase{Activation::Tanh, Activation::None, MlpLoss::CrossEntropy, 0.3, true},
                       MlpCase{Activation::Gelu, Activation::Sigmoid, MlpLoss::Mse, 0.0, true},
                       MlpCase{Activation::Sigmoid, Activation::Sigmoid, MlpLoss::Mse, 0.2, false}));
+
+// Scaled sparse initialization: each row's kept weights times sqrt(cols / kept in the row),
+// compressed and masked-dense alike; dense parameters, biases and pruned slots untouched.
+TEST(SparseInit, ScaledMultipliesEachRowByItsFanInRatio) {
+  MlpConfig config;
+  config.inputs = 13;
+  config.hidden = {9};
+  config.classes = 4;
+  Mlp mlp(config);
+  mlp.init_weights(3);
+  SparsityOptions compressed;
+  compressed.format = FormatSpec::csr();
+  compressed.filter = ParamFilter::globs({"layers.0.weight"});
+  Static(0.7, compressed).apply(mlp);
+  SparsityOptions masked;
+  masked.filter = ParamFilter::globs({"layers.1.weight"});
+  Static(0.5, masked).apply(mlp);
+  std::vector<Matrix> before;
+  for (Parameter* p : mlp.parameters()) before.push_back(p->to_dense());
+
+  apply_sparse_init(mlp, SparseInit::Dense);
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const Matrix after = mlp.parameters()[i]->to_dense();
+    for (int64_t k = 0; k < after.size(); ++k) ASSERT_EQ(after.data()[k], before[i].data()[k]);
+  }
+
+  apply_sparse_init(mlp, SparseInit::Scaled);
+  int64_t scaled_rows = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const Parameter& p = *mlp.parameters()[i];
+    const Matrix after = p.to_dense();
+    const Mask mask = p.mask();
+    for (int64_t r = 0; r < after.rows(); ++r) {
+      int64_t kept = 0;
+      for (int64_t c = 0; c < after.cols(); ++c) kept += mask.at(r, c) ? 1 : 0;
+      const bool scaled = p.is_sparse() && p.shape().size() == 2 && kept > 0;
+      const double factor = scaled ? std::sqrt(static_cast<double>(after.cols()) / static_cast<double>(kept)) : 1.0;
+      if (scaled && kept < after.cols()) ++scaled_rows;
+      for (int64_t c = 0; c < after.cols(); ++c) {
+        const double want = mask.at(r, c) ? before[i].at(r, c) * factor : 0.0;
+        ASSERT_NEAR(after.at(r, c), want, 1e-6 * std::fabs(want)) << p.name() << " [" << r << ", " << c << "]";
+      }
+    }
+  }
+  EXPECT_GE(scaled_rows, 9);  // every row of both sparse weights lost connections
+  EXPECT_EQ(parse_sparse_init("scaled", "x"), SparseInit::Scaled);
+  EXPECT_THROW(parse_sparse_init("he", "model.sparse_init"), Error);
+}
 
 TEST(MlpConfig, RefusesContradictions) {
   MlpConfig c;

@@ -199,6 +199,20 @@ TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
   EXPECT_EQ(back.sparsity.groups[0].algorithm, "set");
 }
 
+TEST(TrainConfig, SparseInitIsScaledUnlessSaidOtherwise) {
+  const std::string rest = "train_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n";
+  EXPECT_EQ(load_train_config_yaml("model: {name: mlp}\n" + rest, "a.yaml").sparse_init, SparseInit::Scaled);
+  EXPECT_EQ(load_train_config_yaml("model: {name: mlp, sparse_init: dense}\n" + rest, "a.yaml").sparse_init,
+            SparseInit::Dense);
+  try {
+    load_train_config_yaml("model:\n  name: mlp\n  sparse_init: he\n" + rest, "b.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("b.yaml:3:16"));
+    EXPECT_THAT(e.what(), HasSubstr("expected dense or scaled"));
+  }
+}
+
 TEST(TrainConfig, ErrorsNameFileLineAndKey) {
   const std::string yaml =
       "model: {name: gpt}\ntrain_input: {data: brown}\noptimizer:\n  optimizer_type: adamw\n  learning_rat: 0.1\n"
