@@ -1,11 +1,13 @@
 #include "cli_runner.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -23,9 +25,31 @@ std::string slurp(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
-}  // namespace
 
-CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+// Reads the terminal's master side until the child has exited and everything is drained (EIO
+// once the last slave descriptor is closed).
+std::string drain_terminal(int master, pid_t pid, int& status) {
+  std::string text;
+  bool exited = false;
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    if (poll(&p, 1, 50) > 0) {
+      char buffer[4096];
+      const ssize_t n = read(master, buffer, sizeof buffer);
+      if (n > 0) {
+        text.append(buffer, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (exited) break;
+    } else if (exited) {
+      break;
+    }
+    if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = true;
+  }
+  return text;
+}
+
+CliResult run(const std::vector<std::string>& args, const std::vector<std::string>& env, bool terminal_stderr) {
   const std::string dir = ::testing::TempDir();
   const std::string out_path = dir + "sparsetrain_cli_out_" + std::to_string(getpid());
   const std::string err_path = dir + "sparsetrain_cli_err_" + std::to_string(getpid());
@@ -54,21 +78,42 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int master = -1;
+  if (terminal_stderr) {
+    master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) throw std::runtime_error("no pseudo-terminal");
+    posix_spawn_file_actions_addopen(&files, STDERR_FILENO, ptsname(master), O_RDWR | O_NOCTTY, 0);
+  } else {
+    posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  }
   pid_t pid = 0;
   const int spawned = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&files);
   if (spawned != 0) throw std::runtime_error("cannot start " + argv_text[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
-
   CliResult result;
+  if (terminal_stderr) {
+    result.err = drain_terminal(master, pid, status);
+    close(master);
+  } else {
+    waitpid(pid, &status, 0);
+    result.err = slurp(err_path);
+  }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.out = slurp(out_path);
-  result.err = slurp(err_path);
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   return result;
+}
+
+}  // namespace
+
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  return run(args, env, false);
+}
+
+CliResult run_cli_with_terminal_stderr(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  return run(args, env, true);
 }
 
 }  // namespace sparsetrain::testing

@@ -15,4 +15,8 @@ struct CliResult {
 // variables of the calling environment are never inherited, so results do not depend on it.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 
+// The same with stderr on a pseudo-terminal (what a user at a terminal sees there; the terminal
+// turns "\n" into "\r\n"), for output that only appears on a terminal.
+CliResult run_cli_with_terminal_stderr(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
 }  // namespace sparsetrain::testing

@@ -182,6 +182,41 @@ TEST(CliBenchTrain, TableAndRefusalOfADenseConfig) {
   EXPECT_TRUE(contains(refused.err, "bench_dense.yaml: no sparsity section")) << refused.err;
 }
 
+// The progress bar goes to stderr only when stderr is a terminal, and --no-progress silences it
+// there too; the log lines on stdout are the same either way.
+TEST(CliTrain, ProgressBarOnlyOnATerminal) {
+  const std::string path = tiny_gpt_config("progress", "");
+  const std::string dir = (std::filesystem::temp_directory_path() / "sparsetrain_test_cli_progress").string();
+  auto train = [&](bool terminal, std::vector<std::string> extra) {
+    std::filesystem::remove_all(dir);
+    std::vector<std::string> args = {"train", "--params", path, "--model_dir", dir};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return terminal ? run_cli_with_terminal_stderr(args, kOneThread) : run_cli(args, kOneThread);
+  };
+  const CliResult on_terminal = train(true, {});
+  ASSERT_EQ(on_terminal.exit_code, 0) << on_terminal.err;
+  EXPECT_TRUE(contains(on_terminal.err, "\r[")) << on_terminal.err;
+  EXPECT_TRUE(contains(on_terminal.err, "] 1/10")) << on_terminal.err;
+  EXPECT_TRUE(contains(on_terminal.err, "\r\033[K")) << on_terminal.err;  // cleared before each log line
+
+  const CliResult silenced = train(true, {"--no-progress"});
+  ASSERT_EQ(silenced.exit_code, 0) << silenced.err;
+  EXPECT_FALSE(contains(silenced.err, "\r[")) << silenced.err;
+
+  const CliResult piped = train(false, {});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_FALSE(contains(piped.err, "\r[")) << piped.err;
+  EXPECT_TRUE(contains(piped.out, "step     10/10 | loss ")) << piped.out;
+  auto log_lines = [](const std::string& out) {
+    int n = 0;
+    for (const std::string& line : lines_of(out)) n += line.rfind("step ", 0) == 0 ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(log_lines(on_terminal.out), log_lines(piped.out));
+  EXPECT_EQ(log_lines(piped.out), 1);  // log_steps defaults to 10
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliErrors, UnknownFormatExitsOneNamingTheFormat) {
   const CliResult r = run_cli(bench_linear({"--format", "csr5", "--json"}));
   EXPECT_EQ(r.exit_code, 1);
