@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "config/yaml_reader.h"
 
 namespace sparsetrain {
@@ -302,6 +304,19 @@ TrainConfig load_train_config_yaml(const std::string& text, const std::string& f
 
 TrainConfig load_train_config_file(const std::string& path) {
   return load_train_config_yaml(config::read_config_file(path), path);
+}
+
+std::variant<TrainConfig, SparsityConfig> load_train_or_sparsity_file(const std::string& path) {
+  const std::string text = config::read_config_file(path);
+  bool has_model = false;
+  try {
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    has_model = documents.size() == 1 && documents[0].IsMap() && std::as_const(documents[0])["model"].IsDefined();
+  } catch (const YAML::Exception&) {
+    // Not valid YAML: the sparsity loader says where.
+  }
+  if (has_model) return load_train_config_yaml(text, path);
+  return load_sparsity_yaml(text, path);
 }
 
 }  // namespace sparsetrain
