@@ -1,6 +1,9 @@
 #pragma once
 // `sparsetrain config --params cfg.yaml`: validates the config's sparsity section and prints
-// what it resolves to, group by group, without training.
+// what it resolves to, group by group, without training. For a whole training config (one with a
+// `model:` section) it validates every section, builds the model and applies the sparsity
+// algorithm without data, and prints the resulting plan: every parameter with its group,
+// algorithm, level, storage, distribution and schedules, and the dense and kept counts.
 #include <string>
 
 namespace sparsetrain {

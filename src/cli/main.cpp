@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
 
   ConfigCommandOptions config;
   auto* config_command =
-      app.add_subcommand("config", "Validate a config's sparsity section and print what it resolves to");
+      app.add_subcommand("config", "Validate a config and print its sparsity groups and per-parameter plan");
   config_command->add_option("--params", config.params, "The YAML config")->required();
 
   try {

@@ -53,7 +53,8 @@ struct SparsityConfig {
   std::vector<AlgorithmSpec> groups;  // in file order; a parameter goes to the first that matches
   std::vector<std::string> warnings;  // located, e.g. the deprecated `type:` alias
 
-  // The algorithm of a single group, a Group of several, or an empty Group when there are none.
+  // The algorithm of a single group, a Group of several, or an empty Group when there are none;
+  // its leaf_algorithms() are the groups, in file order.
   std::unique_ptr<SparsityAlgorithm> build() const;
 };
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <utility>
+
 #include "config/yaml_reader.h"
 
 namespace sparsetrain {
@@ -334,6 +336,19 @@ void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
   out << root;
   config.text = fmt::format("# {} with the command-line overrides {}\n{}\n", config.file, fmt::join(given, ", "),
                             out.c_str());
+}
+
+std::variant<TrainConfig, SparsityConfig> load_train_or_sparsity_file(const std::string& path) {
+  const std::string text = config::read_config_file(path);
+  bool has_model = false;
+  try {
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    has_model = documents.size() == 1 && documents[0].IsMap() && std::as_const(documents[0])["model"].IsDefined();
+  } catch (const YAML::Exception&) {
+    // Not valid YAML: the sparsity loader says where.
+  }
+  if (has_model) return load_train_config_yaml(text, path);
+  return load_sparsity_yaml(text, path);
 }
 
 }  // namespace sparsetrain

@@ -94,6 +94,10 @@ int64_t Parameter::kept() const {
   return 0;
 }
 
+std::string Parameter::storage_label() const {
+  return storage_ == Storage::Compressed ? compressed_->format().name() : storage_name(storage_);
+}
+
 double Parameter::sparsity() const { return 1.0 - static_cast<double>(kept()) / static_cast<double>(numel()); }
 
 ParameterMemory Parameter::memory() const {

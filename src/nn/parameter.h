@@ -63,6 +63,9 @@ class Parameter {
 
   Storage storage() const { return storage_; }
   bool is_sparse() const { return storage_ != Storage::Dense; }
+  // How the parameter is held, in one word: the compressed format's name (csr, bcsr16, 2:4) when
+  // Compressed, else storage_name() (dense, masked-dense).
+  std::string storage_label() const;
 
   // The trainable values and their gradient, of equal length: every element for Dense and
   // MaskedDense, the stored entries for Compressed.

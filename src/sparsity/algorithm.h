@@ -93,6 +93,9 @@ class SparsityAlgorithm {
   const LevelSchedule& sparsity_schedule() const { return sparsity_; }
   // Each claimed parameter's level at `step`, in parameters() order.
   std::vector<double> levels(int64_t step) const;
+  // The algorithms that decide masks: a Group's members in order, or this algorithm alone. Their
+  // parameters() and levels() say which algorithm claimed a parameter and at what level.
+  virtual std::vector<const SparsityAlgorithm*> leaf_algorithms() const { return {this}; }
   // The level every parameter starts at (step 0); dynamic algorithms that start later keep
   // their parameters dense (all-ones masks) until their first update.
   virtual bool starts_dense() const { return false; }

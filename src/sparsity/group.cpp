@@ -14,6 +14,12 @@ void Group::add(std::unique_ptr<SparsityAlgorithm> member) {
   members_.push_back(std::move(member));
 }
 
+std::vector<const SparsityAlgorithm*> Group::leaf_algorithms() const {
+  std::vector<const SparsityAlgorithm*> leaves;
+  for (const auto& m : members_) leaves.push_back(m.get());
+  return leaves;
+}
+
 int Group::apply(Module& model) {
   std::vector<std::vector<Module::Entry>> chosen(members_.size());
   for (const Module::Entry& e : model.named_parameters()) {

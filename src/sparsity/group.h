@@ -17,6 +17,7 @@ class Group final : public SparsityAlgorithm {
   // A Group cannot be a member (as in Cerebras).
   void add(std::unique_ptr<SparsityAlgorithm> member);
   const std::vector<std::unique_ptr<SparsityAlgorithm>>& members() const { return members_; }
+  std::vector<const SparsityAlgorithm*> leaf_algorithms() const override;
 
   using SparsityAlgorithm::apply;
   int apply(Module& model) override;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -110,6 +111,8 @@ TEST(CliConfig, PrintsEveryGroupOfAValidConfig) {
       << r.out;
   EXPECT_TRUE(contains(r.out, "group 2: gmp\n  sparsity       cycling([0.5, 0.7, 0.8])\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "storage        auto (csr at levels >= 0.7, masked-dense below)")) << r.out;
+  EXPECT_TRUE(contains(r.out, path + ": no model section; the per-parameter plan needs a whole training config"))
+      << r.out;
 }
 
 TEST(CliConfig, AnInvalidConfigExitsOneNamingFileLineColumnAndKey) {
@@ -123,6 +126,174 @@ TEST(CliConfig, AnInvalidConfigExitsOneNamingFileLineColumnAndKey) {
   const CliResult missing = run_cli({"config"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_TRUE(contains(missing.err, "--params is required")) << missing.err;
+}
+
+// The whitespace-separated cells of the plan row of `parameter`: name, shape, elements, kept,
+// sparsity, storage, group, algorithm, level, distribution, then the schedules' words.
+std::vector<std::string> plan_row(const std::string& out, const std::string& parameter) {
+  for (const std::string& line : lines_of(out)) {
+    std::istringstream in(line);
+    std::vector<std::string> cells;
+    for (std::string cell; in >> cell;) cells.push_back(cell);
+    if (!cells.empty() && cells[0] == parameter) return cells;
+  }
+  return {};
+}
+
+// Kept elements at `level` of `n`: floor((1 - level) * n), as the algorithms count them.
+int64_t kept_at(double level, int64_t n) {
+  return static_cast<int64_t>(std::floor((1.0 - level) * static_cast<double>(n) + 1e-9));
+}
+
+// The plan's last line.
+std::string counts_line(int64_t total, int64_t kept, int64_t sparse, int64_t sparse_kept, int sparse_params) {
+  auto fixed4 = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4f", x);
+    return std::string(text);
+  };
+  return "counts: " + std::to_string(total) + " parameters when dense, " + std::to_string(kept) +
+         " kept when sparse; sparsity " + fixed4(1.0 - static_cast<double>(sparse_kept) / static_cast<double>(sparse)) +
+         " of the " + std::to_string(sparse_params) + " sparsified parameters, " +
+         fixed4(1.0 - static_cast<double>(kept) / static_cast<double>(total)) + " of the whole model\n";
+}
+
+TEST(CliConfig, AWholeGptConfigPrintsEveryParameterAndTheCounts) {
+  // Data is neither read nor needed: `brown` need not be installed.
+  const std::string path =
+      write_config("plan_gpt.yaml", R"(model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 32}
+train_input: {data: brown, tokenizer: byte, batch_size: 4}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10, seed: 3}
+sparsity: {algorithm: rigl, sparsity: 0.9, format: csr, update: {freq: 5}}
+)");
+  const CliResult r = run_cli({"config", "--params", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "group 1: rigl\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "model: gpt: 2 layers, 2 heads, width 32, context 16, vocabulary 257\n")) << r.out;
+
+  const std::vector<std::string> attn = plan_row(r.out, "transformer.h.0.attn.c_attn.weight");
+  ASSERT_GE(attn.size(), 11u) << r.out;
+  EXPECT_EQ(attn[1], "96x32");
+  EXPECT_EQ(attn[2], "3072");
+  EXPECT_EQ(attn[3], std::to_string(kept_at(0.9, 3072)));
+  EXPECT_NEAR(std::stod(attn[4]), 0.9, 1e-3);
+  EXPECT_EQ(attn[5], "csr");
+  EXPECT_EQ(attn[6], "1");
+  EXPECT_EQ(attn[7], "rigl");
+  EXPECT_EQ(attn[8], "0.9000");
+  EXPECT_EQ(attn[9], "uniform");
+  EXPECT_EQ(attn[10], "constant(0.9)");
+  EXPECT_TRUE(contains(lines_of(r.out)[0], path)) << r.out;
+
+  // The default filter leaves embeddings, norms and biases dense.
+  const std::vector<std::string> wte = plan_row(r.out, "transformer.wte.weight");
+  const std::vector<std::string> dense = {
+      "transformer.wte.weight", "257x32", "8224", "8224", "0.0000", "dense", "-", "-", "-", "-", "-", "-"};
+  EXPECT_EQ(wte, dense) << r.out;
+  const std::vector<std::string> bias = plan_row(r.out, "transformer.h.1.mlp.c_fc.bias");
+  ASSERT_GE(bias.size(), 7u) << r.out;
+  EXPECT_EQ(bias[5], "dense");
+  EXPECT_EQ(bias[6], "-");
+
+  // Every parameter has a row, in model order.
+  std::vector<std::string> names = {"transformer.wte.weight", "transformer.wpe.weight"};
+  for (const char* layer : {"0", "1"})
+    for (const char* p : {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
+                          "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
+                          "mlp.c_proj.weight", "mlp.c_proj.bias"})
+      names.push_back(std::string("transformer.h.") + layer + "." + p);
+  names.push_back("transformer.ln_f.weight");
+  names.push_back("transformer.ln_f.bias");
+  std::size_t at = 0;
+  for (const std::string& name : names) {
+    const std::size_t found = r.out.find("\n  " + name + " ", at);
+    ASSERT_NE(found, std::string::npos) << name << " missing or out of order\n" << r.out;
+    at = found + 1;
+  }
+
+  // Counts from the config's sizes: vocabulary 257 (bytes and end-of-text), context 16, width 32.
+  const int64_t c = 32, v = 257, positions = 16, layers = 2;
+  const int64_t block_weights[] = {3 * c * c, c * c, 4 * c * c, 4 * c * c};
+  const int64_t block_rest = 2 * c + 3 * c + c + 2 * c + 4 * c + c;  // norms and biases
+  int64_t total = v * c + positions * c + 2 * c, kept = total, sparse = 0, sparse_kept = 0;
+  for (int64_t l = 0; l < layers; ++l) {
+    total += block_rest;
+    kept += block_rest;
+    for (int64_t n : block_weights) {
+      total += n;
+      sparse += n;
+      kept += kept_at(0.9, n);
+      sparse_kept += kept_at(0.9, n);
+    }
+  }
+  EXPECT_TRUE(contains(r.out, counts_line(total, kept, sparse, sparse_kept, 8))) << r.out;
+}
+
+TEST(CliConfig, AGroupOfTwoAlgorithmsPutsEachLayerInItsGroup) {
+  const std::string path =
+      write_config("plan_mlp.yaml", R"(model: {name: mlp, input_size: 20, hidden_sizes: [16, 8], num_classes: 4}
+train_input: {data: fashion_mnist, batch_size: 4}
+optimizer: {optimizer_type: sgd, learning_rate: 0.1}
+runconfig: {max_steps: 10}
+sparsity:
+  - algorithm: static
+    sparsity: 0.5
+    param_filter: layers.0.weight
+  - algorithm: set
+    sparsity: 0.75
+    format: csr
+    update: {freq: 5}
+)");
+  const CliResult r = run_cli({"config", "--params", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "2 groups")) << r.out;
+  struct Expected {
+    const char* name;
+    const char* shape;
+    int64_t elements, kept;
+    const char* storage;
+    const char* group;
+    const char* algorithm;
+  };
+  const Expected expected[] = {
+      {"layers.0.weight", "16x20", 16 * 20, kept_at(0.5, 16 * 20), "masked-dense", "1", "static"},
+      {"layers.0.bias", "16", 16, 16, "dense", "-", "-"},
+      {"layers.1.weight", "8x16", 8 * 16, kept_at(0.75, 8 * 16), "csr", "2", "set"},
+      {"layers.1.bias", "8", 8, 8, "dense", "-", "-"},
+      {"layers.2.weight", "4x8", 4 * 8, kept_at(0.75, 4 * 8), "csr", "2", "set"},
+      {"layers.2.bias", "4", 4, 4, "dense", "-", "-"},
+  };
+  int64_t total = 0, kept = 0, sparse = 0, sparse_kept = 0;
+  for (const Expected& e : expected) {
+    total += e.elements;
+    kept += e.kept;
+    if (std::string(e.group) != "-") sparse += e.elements, sparse_kept += e.kept;
+    SCOPED_TRACE(e.name);
+    const std::vector<std::string> row = plan_row(r.out, e.name);
+    ASSERT_GE(row.size(), 12u) << r.out;
+    EXPECT_EQ(row[1], e.shape);
+    EXPECT_EQ(row[2], std::to_string(e.elements));
+    EXPECT_EQ(row[3], std::to_string(e.kept));
+    EXPECT_EQ(row[5], e.storage);
+    EXPECT_EQ(row[6], e.group);
+    EXPECT_EQ(row[7], e.algorithm);
+  }
+  EXPECT_EQ(plan_row(r.out, "layers.0.weight").back(), "masks)");  // update: never (static masks)
+  EXPECT_TRUE(contains(r.out, counts_line(total, kept, sparse, sparse_kept, 3))) << r.out;
+}
+
+TEST(CliConfig, AnInvalidWholeConfigExitsOneNamingFileLineColumnAndKey) {
+  const std::string path =
+      write_config("plan_bad.yaml", R"(model: {name: gpt, n_positions: 16, n_layer: two, n_head: 2, n_embd: 32}
+train_input: {data: brown, tokenizer: byte, batch_size: 4}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10}
+)");
+  const CliResult r = run_cli({"config", "--params", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "sparsetrain: error: " + path + ":1:46: model.n_layer: expected an integer >= 1, got 'two'\n");
+  EXPECT_EQ(r.out, "");
 }
 
 // A tiny GPT on a generated text file, 90% of its block weights pruned (CSR).

@@ -461,6 +461,7 @@ sparsity:
   Gpt gpt;
   const auto algorithm = c.build();
   EXPECT_EQ(algorithm->name(), "rigl");
+  EXPECT_EQ(algorithm->leaf_algorithms(), std::vector<const SparsityAlgorithm*>{algorithm.get()});
   EXPECT_EQ(algorithm->apply(gpt), 6);
   EXPECT_EQ(sparse_names(gpt), kGptSparse);
   EXPECT_EQ(gpt.parameter("layers.0.ffn.0.linear_layer.weight").kept(), kept_units(0.75, 128));
@@ -498,6 +499,8 @@ trainer:                      # 2.4+ placement; 2.2-2.3 put `sparsity:` at top l
   const auto algorithm = c.build();
   const auto& group = dynamic_cast<const Group&>(*algorithm);
   ASSERT_EQ(group.members().size(), 2u);
+  EXPECT_EQ(algorithm->leaf_algorithms(),
+            (std::vector<const SparsityAlgorithm*>{group.members()[0].get(), group.members()[1].get()}));
   EXPECT_EQ(algorithm->apply(mlp), 4);
   EXPECT_EQ(names_of(*group.members()[0]), (std::vector<std::string>{"fc1.weight", "fc2.weight"}));
   EXPECT_EQ(names_of(*group.members()[1]), (std::vector<std::string>{"head.weight", "head.bias"}));

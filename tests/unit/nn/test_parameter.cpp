@@ -27,6 +27,7 @@ TEST(Parameter, DenseParametersExposeEveryElement) {
   EXPECT_EQ(p.values().size(), 7u);
   EXPECT_EQ(p.grad().size(), 7u);
   EXPECT_EQ(p.storage(), Storage::Dense);
+  EXPECT_EQ(p.storage_label(), "dense");
   EXPECT_EQ(p.kept(), 7);
   EXPECT_EQ(p.sparsity(), 0.0);
   Parameter conv("conv.weight", {4, 3, 2, 2});
@@ -42,6 +43,7 @@ TEST(Parameter, MaskedDenseZeroesPrunedValuesAndState) {
   const Matrix before = p.to_dense();
   p.sparsify(mask);
   EXPECT_EQ(p.storage(), Storage::MaskedDense);
+  EXPECT_EQ(p.storage_label(), "masked-dense");
   EXPECT_EQ(p.kept(), mask.nnz());
   const Matrix after = p.to_dense();
   for (int64_t r = 0; r < 5; ++r)
@@ -81,6 +83,7 @@ TEST(Parameter, CompressedStateFollowsSurvivorsAndStartsNewConnectionsAtZero) {
     std::copy(p.values().begin(), p.values().end(), state.begin());
     p.sparsify(a, f, std::max(a.nnz(), b.nnz()));
     ASSERT_EQ(p.storage(), Storage::Compressed);
+    EXPECT_EQ(p.storage_label(), name);
     ASSERT_EQ(p.state("exp_avg").size(), p.values().size());
     ASSERT_EQ(p.grad().size(), p.values().size());
     const float* values_at = p.values().data();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -245,6 +246,41 @@ TEST(TrainConfig, ErrorsNameFileLineAndKey) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("x.yaml:1:"));
     EXPECT_THAT(e.what(), HasSubstr("model.hidden_sizes[1]"));
+  }
+}
+
+TEST_F(TrainerTest, AModelSectionMakesAFileAWholeConfigElseASparsitySection) {
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(root_ / name) << text;
+    return (root_ / name).string();
+  };
+  const std::string whole = write("whole.yaml", config("sparsity: {algorithm: static, sparsity: 0.5}", 4));
+  const auto w = load_train_or_sparsity_file(whole);
+  ASSERT_TRUE(std::holds_alternative<TrainConfig>(w));
+  EXPECT_TRUE(std::get<TrainConfig>(w).is_gpt());
+  EXPECT_EQ(std::get<TrainConfig>(w).sparsity.groups.size(), 1u);
+
+  // Without `model:`, only the sparsity section is read.
+  const std::string section = write("section.yaml", "sparsity: {algorithm: static, sparsity: 0.5}\nfoo: 1\n");
+  const auto s = load_train_or_sparsity_file(section);
+  ASSERT_TRUE(std::holds_alternative<SparsityConfig>(s));
+  EXPECT_EQ(std::get<SparsityConfig>(s).groups.size(), 1u);
+
+  // A whole config is read whole: a bad section is an error even when the sparsity one is fine.
+  const std::string bad = write("bad.yaml", "model: {name: mlp}\nsparsity: 0.5\n");
+  try {
+    load_train_or_sparsity_file(bad);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("missing section 'train_input'"));
+  }
+  // Text that is not YAML is reported, with its position, by the sparsity loader.
+  const std::string broken = write("broken.yaml", "model: [\n");
+  try {
+    load_train_or_sparsity_file(broken);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(broken + ":"));
   }
 }
 
