@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -90,6 +92,38 @@ int64_t total_steps(const Setup& s) {
   return r.max_steps > 0 ? r.max_steps : r.num_epochs * s.data->steps_per_epoch();
 }
 
+// SIGTERM and SIGINT while training: the handler only records the signal and restores the
+// default action (a second signal stops at once); the loop finishes its step, saves a checkpoint
+// and returns 128 + the signal number.
+volatile std::sig_atomic_t stop_signal = 0;
+
+extern "C" void record_stop_signal(int signal_number) {
+  stop_signal = signal_number;
+  std::signal(signal_number, SIG_DFL);
+}
+
+class StopSignals {
+ public:
+  StopSignals() {
+    stop_signal = 0;
+    struct sigaction action = {};
+    action.sa_handler = record_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, &old_term_);
+    sigaction(SIGINT, &action, &old_int_);
+  }
+  ~StopSignals() {
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGINT, &old_int_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int received() const { return stop_signal; }
+
+ private:
+  struct sigaction old_term_ = {}, old_int_ = {};
+};
+
 // A model directory with files of a run but no complete checkpoint is never trained over.
 void check_fresh_directory(const std::string& dir) {
   for (const char* name : {"metrics.jsonl", "params.yaml"})
@@ -118,6 +152,7 @@ EvalResult evaluate(Model& model, const DataSource& data) {
 }
 
 int run(Setup& s, const RunOptions& o) {
+  const StopSignals signals;  // from here on a stop request is honoured after the current step
   Model& model = *s.model;
   Optimizer& optimizer = *s.optimizer;
   const std::string& dir = o.model_dir;
@@ -223,7 +258,15 @@ int run(Setup& s, const RunOptions& o) {
       print_eval(s, step, e);
       metrics.write(eval_row(s, step, e));
     }
-    if ((rc.checkpoint_steps > 0 && step % rc.checkpoint_steps == 0) || last) checkpoint(step);
+    const bool stopping = signals.received() != 0;
+    if ((rc.checkpoint_steps > 0 && step % rc.checkpoint_steps == 0) || last || stopping) checkpoint(step);
+    if (stopping && !last) {
+      bar.clear();
+      fmt::print("stopped by {} after step {}; checkpoint: {} (train again with the same --model_dir to resume)\n",
+                 signals.received() == SIGTERM ? "SIGTERM" : "SIGINT", step, checkpoint_model_path(dir, step));
+      std::fflush(stdout);
+      return 128 + signals.received();
+    }
   }
   if (start >= steps) fmt::print("nothing to do: the newest checkpoint is at step {} of {}\n", start, steps);
   fmt::print("checkpoint: {}\nmetrics: {}\n", checkpoint_model_path(dir, std::max(start, steps)),

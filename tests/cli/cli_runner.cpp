@@ -6,11 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -49,7 +52,9 @@ std::string drain_terminal(int master, pid_t pid, int& status) {
   return text;
 }
 
-CliResult run(const std::vector<std::string>& args, const std::vector<std::string>& env, bool terminal_stderr) {
+// `while_running` is called with the child's pid right after it starts.
+CliResult run(const std::vector<std::string>& args, const std::vector<std::string>& env, bool terminal_stderr,
+              const std::function<void(pid_t)>& while_running = {}) {
   const std::string dir = ::testing::TempDir();
   const std::string out_path = dir + "sparsetrain_cli_out_" + std::to_string(getpid());
   const std::string err_path = dir + "sparsetrain_cli_err_" + std::to_string(getpid());
@@ -90,6 +95,7 @@ CliResult run(const std::vector<std::string>& args, const std::vector<std::strin
   const int spawned = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&files);
   if (spawned != 0) throw std::runtime_error("cannot start " + argv_text[0]);
+  if (while_running) while_running(pid);
   int status = 0;
   CliResult result;
   if (terminal_stderr) {
@@ -114,6 +120,16 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
 
 CliResult run_cli_with_terminal_stderr(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   return run(args, env, true);
+}
+
+CliResult run_cli_signalled(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                            const std::function<bool()>& ready, int signal_number) {
+  return run(args, env, false, [&](pid_t pid) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!ready() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    kill(pid, signal_number);
+  });
 }
 
 }  // namespace sparsetrain::testing

@@ -1,6 +1,7 @@
 #pragma once
 // Runs the built `sparsetrain` binary (path from the SPARSETRAIN_EXE compile definition) with
 // given arguments and extra environment variables, capturing exit code, stdout and stderr apart.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,10 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
 // The same with stderr on a pseudo-terminal (what a user at a terminal sees there; the terminal
 // turns "\n" into "\r\n"), for output that only appears on a terminal.
 CliResult run_cli_with_terminal_stderr(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+// Starts the command, waits until ready() holds (polled every 20 ms, 2 minutes at most), sends it
+// `signal_number` and returns what it did.
+CliResult run_cli_signalled(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                            const std::function<bool()>& ready, int signal_number);
 
 }  // namespace sparsetrain::testing

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -386,6 +388,36 @@ TEST(CliTrain, ProgressBarOnlyOnATerminal) {
   EXPECT_EQ(log_lines(on_terminal.out), log_lines(piped.out));
   EXPECT_EQ(log_lines(piped.out), 1);  // log_steps defaults to 10
   std::filesystem::remove_all(dir);
+}
+
+// SIGTERM or SIGINT during training: the step finishes, a complete checkpoint of it is saved,
+// the exit code is 128 + the signal, and training again in the directory resumes from there.
+TEST(CliTrain, StopSignalSavesACheckpointAndExitsWith128PlusTheSignal) {
+  for (int signal_number : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(signal_number);
+    const std::string path = tiny_gpt_config("signal", "");
+    const auto dir = std::filesystem::temp_directory_path() / "sparsetrain_test_cli_signal";
+    std::filesystem::remove_all(dir);
+    // metrics.jsonl appears when the training loop starts; far more steps than fit in the test.
+    const CliResult r = run_cli_signalled(
+        {"train", "--params", path, "--model_dir", dir.string(), "--max_steps", "1000000"}, kOneThread,
+        [&] { return std::filesystem::exists(dir / "metrics.jsonl"); }, signal_number);
+    ASSERT_EQ(r.exit_code, 128 + signal_number) << r.out << r.err;
+    const std::string said = signal_number == SIGTERM ? "stopped by SIGTERM after step " : "stopped by SIGINT after step ";
+    const auto at = r.out.find(said);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const int64_t step = std::stoll(r.out.substr(at + said.size()));
+    EXPECT_GE(step, 1);
+    EXPECT_TRUE(std::filesystem::exists(dir / fmt::format("checkpoint_{}.done", step)));
+
+    const CliResult resumed =
+        run_cli({"train", "--params", path, "--model_dir", dir.string(), "--max_steps", std::to_string(step + 2)},
+                kOneThread);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_TRUE(contains(resumed.out, fmt::format("(step {})", step))) << resumed.out;
+    EXPECT_TRUE(contains(resumed.out, fmt::format("training steps {} to {}", step + 1, step + 2))) << resumed.out;
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST(CliErrors, UnknownFormatExitsOneNamingTheFormat) {
