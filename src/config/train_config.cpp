@@ -238,8 +238,9 @@ OptimizerConfig read_optimizer(const Value& v) {
 }
 
 RunConfig read_run(const Value& v) {
-  const std::vector<std::string> keys = {"max_steps", "num_epochs",       "log_steps", "checkpoint_steps",
-                                         "eval_frequency", "keep_checkpoints", "seed", "num_threads"};
+  const std::vector<std::string> keys = {"max_steps",        "num_epochs", "log_steps",        "checkpoint_steps",
+                                         "eval_frequency",   "keep_checkpoints", "seed", "num_threads",
+                                         "nonfinite_policy", "loss_spike_factor"};
   const Mapping m = section(v, keys, "a mapping");
   RunConfig r;
   for (const Mapping::Entry& e : m.entries()) {
@@ -252,6 +253,15 @@ RunConfig read_run(const Value& v) {
     if (e.key == "keep_checkpoints") r.keep_checkpoints = int_at_least(x, 1);
     if (e.key == "seed") r.seed = static_cast<uint64_t>(int_at_least(x, 0));
     if (e.key == "num_threads") r.num_threads = static_cast<int>(int_at_least(x, 1));
+    if (e.key == "nonfinite_policy") {
+      const std::string policy = x.as_string("skip or stop");
+      if (policy != "skip" && policy != "stop") x.expected("skip or stop");
+      r.nonfinite_policy = policy == "stop" ? NonfinitePolicy::Stop : NonfinitePolicy::Skip;
+    }
+    if (e.key == "loss_spike_factor") {
+      r.loss_spike_factor = x.as_number("a number > 1, or 0 for off");
+      if (r.loss_spike_factor != 0.0 && !(r.loss_spike_factor > 1.0)) x.expected("a number > 1, or 0 for off");
+    }
   }
   if (m.has("max_steps") == m.has("num_epochs")) v.fail("give exactly one of 'max_steps' and 'num_epochs'");
   return r;

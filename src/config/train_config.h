@@ -41,6 +41,12 @@ struct OptimizerConfig {
   double max_gradient_norm = 0.0;  // clip the global L2 norm above this (0 = off)
 };
 
+// What a step with a non-finite loss or gradient does (it never updates weights or masks).
+enum class NonfinitePolicy {
+  Skip,  // count it and go on
+  Stop,  // save a checkpoint of the last good state and exit with code 4
+};
+
 struct RunConfig {
   int64_t max_steps = 0;         // one of max_steps and num_epochs
   int64_t num_epochs = 0;        // image data: epochs of floor(examples / batch) steps
@@ -50,6 +56,8 @@ struct RunConfig {
   int64_t keep_checkpoints = 3;  // newest complete checkpoints kept (>= 1)
   uint64_t seed = 1;             // weights, data order, dropout and masks
   int num_threads = 0;           // 0: OpenMP's default
+  NonfinitePolicy nonfinite_policy = NonfinitePolicy::Skip;
+  double loss_spike_factor = 0.0;  // skip a step whose loss exceeds this x the running mean (0: off)
 };
 
 struct TrainConfig {

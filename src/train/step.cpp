@@ -29,7 +29,7 @@ double dense_grad_flops(Model& model, int64_t predictions) {
 
 }  // namespace
 
-StepResult train_step(Setup& s, int64_t step, Batch& batch) {
+StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
   Model& model = *s.model;
   Optimizer& optimizer = *s.optimizer;
   if (s.sparsity) s.sparsity->prepare_step(step);
@@ -42,8 +42,11 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch) {
   model.backward();
   r.grad_norm = grad_norm(model);
   r.flops.actual += dense_grad_flops(model, r.predictions);
-  r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
-  if (r.skipped) {
+  if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm))
+    r.outcome = StepOutcome::NonFinite;
+  else if (r.loss > max_loss)
+    r.outcome = StepOutcome::LossSpike;
+  if (r.outcome != StepOutcome::Applied) {
     optimizer.set_step(step);
     for (Parameter* p : model.parameters()) p->wants_dense_grad = false;
     return r;

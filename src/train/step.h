@@ -4,23 +4,28 @@
 //
 //   sparsity.prepare_step(k)  RigL asks for dense gradients on its update steps
 //   batch = data.train_batch(seed, k); loss = model.forward(batch); model.backward()
-//   non-finite loss or gradient: the step is skipped (no update, no mask change)
+//   non-finite loss or gradient, or a loss above max_loss: the step is skipped (no update, no
+//   mask change)
 //   clip the global gradient norm (optimizer.max_gradient_norm); optimizer.step()
 //   (the sparsity algorithm updates masks after the step)
 #include <cstdint>
+#include <limits>
 
 #include "train/setup.h"
 
 namespace sparsetrain {
 
+enum class StepOutcome { Applied, NonFinite, LossSpike };
+
 struct StepResult {
   double loss = 0.0;
   double grad_norm = 0.0;  // before clipping
-  bool skipped = false;    // non-finite loss or gradient
+  StepOutcome outcome = StepOutcome::Applied;
   int64_t predictions = 0;
-  Flops flops;             // this step's, RigL's dense-gradient GEMMs included in `actual`
+  Flops flops;  // this step's, RigL's dense-gradient GEMMs included in `actual`
 };
 
-StepResult train_step(Setup& setup, int64_t step, Batch& batch);
+StepResult train_step(Setup& setup, int64_t step, Batch& batch,
+                      double max_loss = std::numeric_limits<double>::infinity());
 
 }  // namespace sparsetrain

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -124,6 +125,23 @@ class StopSignals {
   struct sigaction old_term_ = {}, old_int_ = {};
 };
 
+// The running mean a loss spike is measured against: an exponential average (weight 0.1) of the
+// applied steps' losses, in force after 10 of them. It is checkpointed, so a resumed run skips
+// the same steps as an uninterrupted one.
+struct LossAverage {
+  static constexpr int64_t kWarmup = 10;
+  double mean = 0.0;
+  int64_t count = 0;
+
+  double limit(double factor) const {
+    return factor > 0.0 && count >= kWarmup ? factor * mean : std::numeric_limits<double>::infinity();
+  }
+  void add(double loss) {
+    mean = count == 0 ? loss : 0.9 * mean + 0.1 * loss;
+    ++count;
+  }
+};
+
 // A model directory with files of a run but no complete checkpoint is never trained over.
 void check_fresh_directory(const std::string& dir) {
   for (const char* name : {"metrics.jsonl", "params.yaml"})
@@ -193,10 +211,13 @@ int run(Setup& s, const RunOptions& o) {
   const int64_t steps = total_steps(s);
   double flops_dense = state.value("flops_dense", 0.0), flops_actual = state.value("flops_actual", 0.0);
   int64_t skipped = state.value("skipped_steps", int64_t{0});
+  int64_t spikes = state.value("loss_spikes", int64_t{0});
+  LossAverage average{state.value("loss_mean", 0.0), state.value("loss_mean_steps", int64_t{0})};
   auto trainer_state = [&](int64_t step) {
     json j = {{"step", step},           {"seed", s.seed},          {"optimizer", optimizer.name()},
               {"optimizer_steps", optimizer.steps()}, {"flops_dense", flops_dense}, {"flops_actual", flops_actual},
-              {"skipped_steps", skipped}, {"threads", num_threads()}};
+              {"skipped_steps", skipped}, {"loss_spikes", spikes}, {"loss_mean", average.mean},
+              {"loss_mean_steps", average.count}, {"threads", num_threads()}};
     if (s.sparsity) j["sparsity"] = s.sparsity->state();
     return j;
   };
@@ -214,10 +235,22 @@ int run(Setup& s, const RunOptions& o) {
   int64_t window_steps = 0, window_predictions = 0;
   for (int64_t step = start + 1; step <= steps; ++step) {
     const auto t0 = Clock::now();
-    const StepResult r = train_step(s, step, batch);
+    const StepResult r = train_step(s, step, batch, average.limit(rc.loss_spike_factor));
+    if (r.outcome == StepOutcome::NonFinite && rc.nonfinite_policy == NonfinitePolicy::Stop) {
+      bar.clear();
+      optimizer.set_step(step - 1);
+      checkpoint(step - 1);
+      fmt::print("step {}: non-finite loss or gradient (loss {}, gradient norm {}); stopped as "
+                 "runconfig.nonfinite_policy says, the last good state is {}\n",
+                 step, r.loss, r.grad_norm, checkpoint_model_path(dir, step - 1));
+      std::fflush(stdout);
+      return kExitNonFinite;
+    }
     flops_dense += r.flops.dense;
     flops_actual += r.flops.actual;
-    if (r.skipped) ++skipped;
+    if (r.outcome == StepOutcome::NonFinite) ++skipped;
+    if (r.outcome == StepOutcome::LossSpike) ++spikes;
+    if (r.outcome == StepOutcome::Applied) average.add(r.loss);
     const double dt = seconds_since(t0);
     window_loss += r.loss;
     window_seconds += dt;
@@ -233,9 +266,10 @@ int run(Setup& s, const RunOptions& o) {
       const double sparsity = model_sparsity(s);
       const char* unit = s.config.is_gpt() ? "tokens/s" : "samples/s";
       fmt::print("step {:>6}/{} | loss {:.4f} | lr {:.2e} | sparsity {:.3f} | {:.0f} {} | {:.1f} ms/step | FLOPs "
-                 "dense-eq {} actual {}{}\n",
+                 "dense-eq {} actual {}{}{}\n",
                  step, steps, loss, optimizer.lr(), sparsity, rate, unit, ms, si(flops_dense),
-                 si(flops_actual), skipped > 0 ? fmt::format(" | skipped {}", skipped) : "");
+                 si(flops_actual), skipped > 0 ? fmt::format(" | skipped {}", skipped) : "",
+                 spikes > 0 ? fmt::format(" | loss spikes {}", spikes) : "");
       std::fflush(stdout);
       metrics.write({{"step", step},
                      {"split", "train"},
@@ -247,7 +281,8 @@ int run(Setup& s, const RunOptions& o) {
                      {"ms_per_step", ms},
                      {"flops_dense", flops_dense},
                      {"flops_actual", flops_actual},
-                     {"skipped", skipped}});
+                     {"skipped", skipped},
+                     {"loss_spikes", spikes}});
       window_loss = window_seconds = 0.0;
       window_steps = window_predictions = 0;
     }

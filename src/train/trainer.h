@@ -30,7 +30,11 @@ struct EvalResult {
 // Mean loss and accuracy over the data's evaluation batches.
 EvalResult evaluate(Model& model, const DataSource& data);
 
-// Runs the mode; returns the process exit code (docs/cli.md).
+// Exit code of a run stopped by a non-finite step under runconfig.nonfinite_policy: stop.
+inline constexpr int kExitNonFinite = 4;
+
+// Runs the mode; returns the process exit code (docs/cli.md): 0, kExitNonFinite, or 128 + the
+// signal when SIGTERM or SIGINT stopped it.
 int run(Setup& setup, const RunOptions& options);
 
 }  // namespace sparsetrain

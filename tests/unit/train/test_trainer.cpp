@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,15 +36,16 @@ class TrainerTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  std::string config(const std::string& sparsity, int64_t max_steps) const {
+  // `run` adds runconfig keys (", key: value").
+  std::string config(const std::string& sparsity, int64_t max_steps, const std::string& run = "") const {
     return fmt::format(R"(model: {{name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 16}}
 train_input: {{data: text_file, path: "{}", tokenizer: byte, batch_size: 4, validation_fraction: 0.2}}
 eval_input: {{data: text_file, path: "{}", tokenizer: byte, batch_size: 4, validation_fraction: 0.2, eval_batches: 3}}
 optimizer: {{optimizer_type: adamw, learning_rate: 0.003, max_gradient_norm: 1.0}}
 {}
-runconfig: {{max_steps: {}, log_steps: 3, checkpoint_steps: 4, keep_checkpoints: 2, seed: 3}}
+runconfig: {{max_steps: {}, log_steps: 3, checkpoint_steps: 4, keep_checkpoints: 2, seed: 3{}}}
 )",
-                       (root_ / "corpus.txt").string(), (root_ / "corpus.txt").string(), sparsity, max_steps);
+                       (root_ / "corpus.txt").string(), (root_ / "corpus.txt").string(), sparsity, max_steps, run);
   }
 
   // Trains `yaml` into `dir` and returns the exit code.
@@ -133,6 +135,68 @@ TEST_F(TrainerTest, LossFallsOnLearnableText) {
   EXPECT_LT(losses.back(), losses.front() - 1.0);  // from ~ln(257) = 5.5 towards the text's entropy
 }
 
+// The last train row of a run's metrics.
+nlohmann::json last_train_row(const fs::path& dir) {
+  std::ifstream in(dir / "metrics.jsonl");
+  nlohmann::json last;
+  for (std::string line; std::getline(in, line);) {
+    const auto row = nlohmann::json::parse(line);
+    if (row["split"] == "train") last = row;
+  }
+  return last;
+}
+
+// A learning rate of 1e30 overflows the logits at step 2. Skip: every later step is counted and
+// the run ends normally. Stop: exit code 4 with a checkpoint of step 1, the last state whose step
+// was finite.
+TEST_F(TrainerTest, NonFiniteStepsAreSkippedOrStopTheRun) {
+  std::string yaml = config("sparsity: {algorithm: set, sparsity: 0.7, update: {freq: 1}, format: csr}", 6);
+  yaml.replace(yaml.find("learning_rate: 0.003, max_gradient_norm: 1.0"), 44, "learning_rate: 1.0e+30");
+  ASSERT_NE(yaml.find("1.0e+30"), std::string::npos);
+
+  const fs::path skipped = root_ / "skip";
+  ASSERT_EQ(train(yaml, skipped), 0);
+  const nlohmann::json row = last_train_row(skipped);
+  EXPECT_EQ(row["step"], 6);
+  EXPECT_EQ(row["skipped"], 5);  // steps 2..6
+  EXPECT_TRUE(row["loss"].is_null());
+
+  std::string stopping = yaml;
+  stopping.replace(stopping.find("seed: 3}"), 8, "seed: 3, nonfinite_policy: stop}");
+  const fs::path stopped = root_ / "stop";
+  EXPECT_EQ(train(stopping, stopped), kExitNonFinite);
+  EXPECT_EQ(complete_checkpoints(stopped.string()), std::vector<int64_t>{1});
+  // Step 1 of both runs was the same finite step: the stop checkpoint holds its result.
+  TrainConfig c = load_train_config_yaml(stopping, "stop.yaml");
+  sparsetrain::Setup fresh = make_setup(std::move(c), 3, true);
+  const nlohmann::json state =
+      load_checkpoint(checkpoint_model_path(stopped.string(), 1), *fresh.model, fresh.optimizer.get());
+  EXPECT_EQ(state["step"], 1);
+  for (const Parameter* p : fresh.model->parameters())
+    for (float v : p->values()) ASSERT_TRUE(std::isfinite(v)) << p->name();
+}
+
+// With a learning rate too small to move the loss, each step's loss is the running mean plus
+// batch-to-batch noise, so with a factor barely above 1 about half the steps after the 10-step
+// warm-up are spikes: skipped, counted, and the same ones in a resumed run.
+TEST_F(TrainerTest, LossSpikesAreSkippedAndResumedAlike) {
+  auto yaml = [&](int64_t steps) {
+    std::string text = config("", steps, ", loss_spike_factor: 1.0001");
+    text.replace(text.find("learning_rate: 0.003"), 20, "learning_rate: 1.0e-9");
+    return text;
+  };
+  const fs::path whole = root_ / "whole", parts = root_ / "parts";
+  ASSERT_EQ(train(yaml(20), whole), 0);
+  ASSERT_EQ(train(yaml(12), parts), 0);
+  ASSERT_EQ(train(yaml(20), parts), 0);
+  const nlohmann::json row = last_train_row(whole);
+  EXPECT_GE(row["loss_spikes"].get<int64_t>(), 2);
+  EXPECT_LE(row["loss_spikes"].get<int64_t>(), 10);  // none in the warm-up
+  EXPECT_EQ(row["loss_spikes"], last_train_row(parts)["loss_spikes"]);
+  EXPECT_EQ(bytes(checkpoint_model_path(whole.string(), 20)), bytes(checkpoint_model_path(parts.string(), 20)));
+  EXPECT_EQ(bytes(checkpoint_state_path(whole.string(), 20)), bytes(checkpoint_state_path(parts.string(), 20)));
+}
+
 TEST_F(TrainerTest, RefusesADirectoryWithARunButNoCheckpoint) {
   const fs::path dir = root_ / "run";
   fs::create_directories(dir);
@@ -198,6 +262,26 @@ TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
   EXPECT_EQ(std::get<MlpConfig>(back.model).hidden, std::vector<int64_t>{8});
   ASSERT_EQ(back.sparsity.groups.size(), 1u);
   EXPECT_EQ(back.sparsity.groups[0].algorithm, "set");
+}
+
+TEST(TrainConfig, NumericFaultKeysAreChecked) {
+  const std::string head = "model: {name: mlp}\ntrain_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\n";
+  const TrainConfig c =
+      load_train_config_yaml(head + "runconfig: {num_epochs: 1, nonfinite_policy: stop, loss_spike_factor: 3}\n", "a.yaml");
+  EXPECT_EQ(c.run.nonfinite_policy, NonfinitePolicy::Stop);
+  EXPECT_EQ(c.run.loss_spike_factor, 3.0);
+  EXPECT_EQ(load_train_config_yaml(head + "runconfig: {num_epochs: 1}\n", "a.yaml").run.nonfinite_policy,
+            NonfinitePolicy::Skip);
+  for (const char* bad : {"nonfinite_policy: ignore", "loss_spike_factor: 0.5", "loss_spike_factor: 1"}) {
+    SCOPED_TRACE(bad);
+    try {
+      load_train_config_yaml(head + "runconfig:\n  num_epochs: 1\n  " + bad + "\n", "b.yaml");
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("b.yaml:6:"));
+      EXPECT_THAT(e.what(), HasSubstr(std::string(bad).substr(0, std::string(bad).find(':'))));
+    }
+  }
 }
 
 TEST(TrainConfig, SparseInitIsScaledUnlessSaidOtherwise) {
