@@ -76,4 +76,23 @@ inline double row_sum(const float* x, int64_t n) {
   return sum;
 }
 
+// Sum over i of (x[i] - m)^2 in double, in 8 interleaved partial sums.
+inline double row_sum_squared_deviation(const float* x, int64_t n, double m) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const double d = static_cast<double>(x[i + l]) - m;
+      lanes[l] += d * d;
+    }
+  double sum = 0.0;
+  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - m;
+    sum += d * d;
+  }
+  return sum;
+}
+
 }  // namespace sparsetrain

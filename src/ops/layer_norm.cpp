@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/fast_math.h"
 
 namespace sparsetrain {
 
@@ -39,15 +40,8 @@ void layer_norm_forward(ConstMatrixView x, const float* gamma, const float* beta
     for (int64_t t = t0; t < t1; ++t) {
       const float* xt = x.row(t);
       // Two passes in double: the mean, then the biased variance about it (no cancellation).
-      double sum = 0.0;
-      for (int64_t c = 0; c < C; ++c) sum += xt[c];
-      const double m = sum / static_cast<double>(C);
-      double sq = 0.0;
-      for (int64_t c = 0; c < C; ++c) {
-        const double d = xt[c] - m;
-        sq += d * d;
-      }
-      const double var = sq / static_cast<double>(C);
+      const double m = row_sum(xt, C) / static_cast<double>(C);
+      const double var = row_sum_squared_deviation(xt, C, m) / static_cast<double>(C);
       const float mf = static_cast<float>(m);
       const float rf = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
       float* yt = y.row(t);
@@ -75,10 +69,26 @@ void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gam
       const float* xt = x.row(t);
       const float* dyt = dy.row(t);
       const float m = mean[t], r = rstd[t];
+      // Both sums in double, in 8 interleaved partial sums each (vectorizable, same bits on
+      // every ISA).
+      constexpr int kLanes = 8;
+      double g_lanes[kLanes] = {}, gx_lanes[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= C; i += kLanes)
+        for (int l = 0; l < kLanes; ++l) {
+          const float xhat = (xt[i + l] - m) * r;
+          const float g = dyt[i + l] * gamma[i + l];
+          g_lanes[l] += g;
+          gx_lanes[l] += static_cast<double>(g) * xhat;
+        }
       double g_sum = 0.0, gx_sum = 0.0;
-      for (int64_t c = 0; c < C; ++c) {
-        const float xhat = (xt[c] - m) * r;
-        const float g = dyt[c] * gamma[c];
+      for (int l = 0; l < kLanes; ++l) {
+        g_sum += g_lanes[l];
+        gx_sum += gx_lanes[l];
+      }
+      for (; i < C; ++i) {
+        const float xhat = (xt[i] - m) * r;
+        const float g = dyt[i] * gamma[i];
         g_sum += g;
         gx_sum += static_cast<double>(g) * xhat;
       }
