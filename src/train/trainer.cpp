@@ -10,6 +10,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -176,6 +177,13 @@ int run(Setup& s, const RunOptions& o) {
   const std::string& dir = o.model_dir;
   fs::create_directories(dir);
 
+  // What a killed save left behind is never resumed from; training removes it.
+  if (o.mode != RunMode::Eval) {
+    const std::vector<std::string> removed = remove_interrupted_saves(dir);
+    if (!removed.empty())
+      fmt::print("removed the leftovers of an interrupted save from {}: {}\n", dir, fmt::join(removed, ", "));
+  }
+
   // Where to start: the newest complete checkpoint, an explicit one, or fresh.
   int64_t start = 0;
   json state = json::object();
@@ -221,9 +229,12 @@ int run(Setup& s, const RunOptions& o) {
     if (s.sparsity) j["sparsity"] = s.sparsity->state();
     return j;
   };
+  // The step whose complete checkpoint in `dir` holds the current state, if one does.
+  int64_t saved = o.checkpoint_path.empty() && start > 0 ? start : -1;
   auto checkpoint = [&](int64_t step) {
     save_checkpoint(dir, step, model, optimizer, trainer_state(step));
     prune_checkpoints(dir, rc.keep_checkpoints);
+    saved = step;
   };
 
   fmt::print("{}\n{}\n", model.describe(), s.data->describe());
@@ -239,7 +250,7 @@ int run(Setup& s, const RunOptions& o) {
     if (r.outcome == StepOutcome::NonFinite && rc.nonfinite_policy == NonfinitePolicy::Stop) {
       bar.clear();
       optimizer.set_step(step - 1);
-      checkpoint(step - 1);
+      if (saved != step - 1) checkpoint(step - 1);  // saving it again would make it incomplete for a while
       fmt::print("step {}: non-finite loss or gradient (loss {}, gradient norm {}); stopped as "
                  "runconfig.nonfinite_policy says, the last good state is {}\n",
                  step, r.loss, r.grad_norm, checkpoint_model_path(dir, step - 1));

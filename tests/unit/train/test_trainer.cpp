@@ -220,6 +220,116 @@ TEST_F(TrainerTest, IgnoresAnIncompleteCheckpoint) {
   EXPECT_TRUE(complete_checkpoints(dir.string()).empty());
 }
 
+// What a killed save can leave: temporary files, a step's files without its marker, a marker
+// whose sizes do not match. Training again ignores them for resume and removes them, saying so;
+// complete checkpoints and files that are not the trainer's stay.
+TEST_F(TrainerTest, StartRemovesWhatAnInterruptedSaveLeft) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  const std::string d = dir.string();
+  fs::copy_file(checkpoint_model_path(d, 4), checkpoint_model_path(d, 8));  // no state, no marker
+  fs::copy_file(checkpoint_model_path(d, 4), checkpoint_model_path(d, 6));
+  fs::copy_file(checkpoint_state_path(d, 4), checkpoint_state_path(d, 6));
+  std::ofstream(dir / "checkpoint_6.done") << R"({"step":6,"model_bytes":1,"state_bytes":2})" << "\n";
+  std::ofstream(dir / "checkpoint_7.state.safetensors.tmp-99999") << "partial";
+  std::ofstream(dir / "metrics.jsonl.tmp-12") << "partial";
+  std::ofstream(dir / "notes.txt") << "mine";
+  std::ofstream(dir / "checkpoint_4.safetensors.bak") << "mine too";
+  ASSERT_EQ(complete_checkpoints(d), std::vector<int64_t>{4});
+
+  ::testing::internal::CaptureStdout();
+  const int code = train(config("", 5), dir);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(code, 0);
+  EXPECT_THAT(out, HasSubstr("removed the leftovers of an interrupted save from " + d + ": "));
+  for (const char* file : {"checkpoint_8.safetensors", "checkpoint_6.done", "checkpoint_6.safetensors",
+                           "checkpoint_6.state.safetensors", "checkpoint_7.state.safetensors.tmp-99999",
+                           "metrics.jsonl.tmp-12"}) {
+    EXPECT_THAT(out, HasSubstr(file));
+    EXPECT_FALSE(fs::exists(dir / file)) << file;
+  }
+  EXPECT_THAT(out, HasSubstr("resuming from " + checkpoint_model_path(d, 4) + " (step 4)"));
+  EXPECT_TRUE(fs::exists(dir / "notes.txt"));
+  EXPECT_TRUE(fs::exists(dir / "checkpoint_4.safetensors.bak"));
+  EXPECT_EQ(complete_checkpoints(d), (std::vector<int64_t>{4, 5}));
+
+  // Nothing left over: no such line.
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train(config("", 6), dir), 0);
+  EXPECT_THAT(::testing::internal::GetCapturedStdout(), ::testing::Not(HasSubstr("leftovers")));
+}
+
+// A run killed before its first checkpoint was complete left params.yaml and the partial first
+// save: the partial files go, and the directory is still refused rather than trained over.
+TEST_F(TrainerTest, RefusesARunWhoseFirstSaveWasInterrupted) {
+  const fs::path dir = root_ / "run";
+  fs::create_directories(dir);
+  std::ofstream(dir / "params.yaml") << config("", 4);
+  std::ofstream(dir / "checkpoint_4.safetensors.tmp-4242") << "partial";
+  try {
+    train(config("", 4), dir);
+    FAIL() << "trained over a run without checkpoints";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("holds a run (params.yaml) but no complete checkpoint to resume from"));
+  }
+  EXPECT_FALSE(fs::exists(dir / "checkpoint_4.safetensors.tmp-4242"));
+  EXPECT_TRUE(fs::exists(dir / "params.yaml"));
+}
+
+// A save that fails (here: its temporary state file cannot be created) reports the file and the
+// reason, leaves none of the step's files, and every older checkpoint is still there: pruning
+// happens only after a new checkpoint is complete.
+TEST_F(TrainerTest, AFailedSaveKeepsEveryOlderCheckpoint) {
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config("", 8), dir), 0);
+  ASSERT_EQ(complete_checkpoints(d), (std::vector<int64_t>{4, 8}));
+  const fs::path blocker = fmt::format("{}.tmp-{}", checkpoint_state_path(d, 12), ::getpid());
+  fs::create_directories(blocker / "x");  // a directory where the temporary file would go
+  try {
+    train(config("", 12), dir);
+    FAIL() << "the save at step 12 succeeded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(checkpoint_state_path(d, 12) + ": cannot create the temporary file"));
+    EXPECT_THAT(e.what(), HasSubstr("Is a directory"));
+  }
+  EXPECT_FALSE(fs::exists(checkpoint_model_path(d, 12)));
+  EXPECT_FALSE(fs::exists(dir / "checkpoint_12.done"));
+  EXPECT_EQ(complete_checkpoints(d), (std::vector<int64_t>{4, 8}));
+  for (int64_t step : {4, 8}) {
+    TrainConfig c = load_train_config_yaml(config("", 12), "test.yaml");
+    sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+    EXPECT_EQ(load_checkpoint(checkpoint_model_path(d, step), *s.model, s.optimizer.get())["step"], step);
+  }
+  fs::remove_all(blocker);
+  ASSERT_EQ(train(config("", 12), dir), 0);
+  EXPECT_EQ(complete_checkpoints(d), (std::vector<int64_t>{8, 12}));
+}
+
+// A full disk: the temporary state file is /dev/full, where every write fails with ENOSPC. The
+// error names the file and the reason, the step's model file is removed again, older checkpoints
+// are untouched.
+TEST_F(TrainerTest, AFullDiskDuringASaveIsAnErrorNamingTheFile) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  const fs::path full = fmt::format("{}.tmp-{}", checkpoint_state_path(d, 5), ::getpid());
+  fs::create_symlink("/dev/full", full);
+  TrainConfig c = load_train_config_yaml(config("", 5), "test.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+  try {
+    save_checkpoint(d, 5, *s.model, *s.optimizer, {{"step", 5}});
+    FAIL() << "saved onto a full disk";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(checkpoint_state_path(d, 5) + ": cannot write the temporary file"));
+    EXPECT_THAT(e.what(), HasSubstr("No space left on device"));
+  }
+  EXPECT_FALSE(fs::exists(fs::symlink_status(full)));  // the temporary file is removed
+  EXPECT_FALSE(fs::exists(checkpoint_model_path(d, 5)));
+  EXPECT_EQ(complete_checkpoints(d), std::vector<int64_t>{4});
+}
+
 TEST_F(TrainerTest, CheckpointOfAnotherShapeIsRefusedNamingTheTensor) {
   const fs::path dir = root_ / "run";
   ASSERT_EQ(train(config("", 4), dir), 0);
