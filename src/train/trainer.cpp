@@ -190,6 +190,11 @@ int run(Setup& s, const RunOptions& o) {
   const std::vector<int64_t> done = complete_checkpoints(dir);
   if (!o.checkpoint_path.empty()) {
     state = load_checkpoint(o.checkpoint_path, model, o.mode == RunMode::Eval ? nullptr : &optimizer);
+    const int64_t from = state.value("step", int64_t{0});
+    if (o.mode != RunMode::Eval && !done.empty() && done.back() > from)
+      fail("{}: holds checkpoints up to step {}, and training on from step {} of {} would overwrite and delete them; "
+           "choose another --model_dir",
+           dir, done.back(), from, o.checkpoint_path);
   } else if (!done.empty()) {
     state = load_checkpoint(checkpoint_model_path(dir, done.back()), model, o.mode == RunMode::Eval ? nullptr : &optimizer);
     if (o.mode != RunMode::Eval) fmt::print("resuming from {} (step {})\n", checkpoint_model_path(dir, done.back()), done.back());

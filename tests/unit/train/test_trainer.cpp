@@ -330,6 +330,28 @@ TEST_F(TrainerTest, AFullDiskDuringASaveIsAnErrorNamingTheFile) {
   EXPECT_EQ(complete_checkpoints(d), std::vector<int64_t>{4});
 }
 
+// Training on from an older --checkpoint_path in a directory with newer checkpoints would
+// overwrite them step by step and then prune its own: refused.
+TEST_F(TrainerTest, RefusesToTrainFromAnOlderCheckpointOverNewerOnes) {
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config("", 8), dir), 0);
+  TrainConfig c = load_train_config_yaml(config("", 12), "test.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, true);
+  RunOptions o;
+  o.model_dir = d;
+  o.checkpoint_path = checkpoint_model_path(d, 4);
+  o.progress = false;
+  try {
+    run(s, o);
+    FAIL() << "trained from step 4 over step 8";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(d + ": holds checkpoints up to step 8, and training on from step 4 of " +
+                                    checkpoint_model_path(d, 4) + " would overwrite and delete them"));
+  }
+  EXPECT_EQ(complete_checkpoints(d), (std::vector<int64_t>{4, 8}));
+}
+
 TEST_F(TrainerTest, CheckpointOfAnotherShapeIsRefusedNamingTheTensor) {
   const fs::path dir = root_ / "run";
   ASSERT_EQ(train(config("", 4), dir), 0);
