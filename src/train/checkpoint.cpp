@@ -73,7 +73,8 @@ Listing scan(const std::string& dir) {
 std::vector<std::string> remove_step(const std::string& dir, int64_t step) {
   std::vector<std::string> removed;
   std::error_code ec;
-  for (const std::string& path : {marker_path(dir, step), checkpoint_model_path(dir, step), checkpoint_state_path(dir, step)})
+  for (const std::string& path :
+       {marker_path(dir, step), checkpoint_model_path(dir, step), checkpoint_state_path(dir, step)})
     if (fs::remove(path, ec)) removed.push_back(fs::path(path).filename().string());
   return removed;
 }
@@ -142,6 +143,32 @@ void prune_checkpoints(const std::string& dir, int64_t keep) {
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < done.size(); ++i) remove_step(dir, done[i]);
 }
 
+std::string checkpoint_state_path_of(const std::string& model_path) {
+  const std::string suffix = ".safetensors";
+  if (!model_path.ends_with(suffix)) fail("{}: a checkpoint's model file ends in .safetensors", model_path);
+  return model_path.substr(0, model_path.size() - suffix.size()) + ".state.safetensors";
+}
+
+namespace {
+
+json trainer_state_of(const SafetensorsFile& state, const std::string& state_path) {
+  const auto meta = state.metadata.find("sparsetrain.trainer");
+  if (meta == state.metadata.end())
+    fail("{}: no 'sparsetrain.trainer' metadata; not a sparsetrain training state", state_path);
+  try {
+    return json::parse(meta->second);
+  } catch (const json::parse_error& e) {
+    fail("{}: the 'sparsetrain.trainer' metadata is not valid JSON: {}", state_path, e.what());
+  }
+}
+
+}  // namespace
+
+json read_trainer_state(const std::string& model_path) {
+  const std::string state_path = checkpoint_state_path_of(model_path);
+  return trainer_state_of(read_safetensors(state_path), state_path);
+}
+
 json load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer) {
   const SafetensorsFile file = read_safetensors(model_path);
   try {
@@ -151,19 +178,12 @@ json load_checkpoint(const std::string& model_path, Module& model, Optimizer* op
   }
   if (optimizer == nullptr) return json::object();
 
-  std::string state_path = model_path;
-  const std::string suffix = ".safetensors";
-  if (!state_path.ends_with(suffix)) fail("{}: a checkpoint's model file ends in .safetensors", model_path);
-  state_path.replace(state_path.size() - suffix.size(), suffix.size(), ".state.safetensors");
+  const std::string state_path = checkpoint_state_path_of(model_path);
   const SafetensorsFile state = read_safetensors(state_path);
-  const auto meta = state.metadata.find("sparsetrain.trainer");
-  if (meta == state.metadata.end()) fail("{}: no 'sparsetrain.trainer' metadata; not a sparsetrain training state", state_path);
-  json trainer;
-  try {
-    trainer = json::parse(meta->second);
-  } catch (const json::parse_error& e) {
-    fail("{}: the 'sparsetrain.trainer' metadata is not valid JSON: {}", state_path, e.what());
-  }
+  const json trainer = trainer_state_of(state, state_path);
+  if (const auto saved = trainer.find("optimizer"); saved != trainer.end() && *saved != optimizer->name())
+    fail("{}: saved by the optimizer {}; this run's optimizer.optimizer_type is '{}'", state_path,
+         saved->is_string() ? fmt::format("'{}'", saved->get<std::string>()) : saved->dump(), optimizer->name());
   std::size_t used = 0;
   for (Parameter* p : optimizer->params())
     for (const std::string& key : optimizer->state_keys()) {

@@ -44,6 +44,11 @@ std::vector<std::string> remove_interrupted_saves(const std::string& dir);
 // Removes all but the newest `keep` complete checkpoints, and everything incomplete.
 void prune_checkpoints(const std::string& dir, int64_t keep);
 
+// The state file beside a model file: checkpoint_N.safetensors -> checkpoint_N.state.safetensors.
+std::string checkpoint_state_path_of(const std::string& model_path);
+// The trainer JSON in the state file beside `model_path`; an Error names the file and the reason.
+nlohmann::json read_trainer_state(const std::string& model_path);
+
 // Loads a model file's tensors into `model` (strict: every parameter and mask must be there with
 // its shape). With `optimizer`, also the state file beside it (`checkpoint_N.state.safetensors`)
 // and returns its trainer JSON; an Error names the file and the mismatched tensor or field.

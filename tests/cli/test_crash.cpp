@@ -154,9 +154,8 @@ TEST_F(CrashTest, KillNineAtRandomMomentsNeverLosesACompleteCheckpoint) {
 
     const CliResult resumed = train(done.back() + 1);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
-    EXPECT_TRUE(contains(resumed.out, fmt::format("resuming from {} (step {})", checkpoint_model_path(dir_, done.back()),
-                                                  done.back())))
-        << resumed.out;
+    const std::string from = checkpoint_model_path(dir_, done.back());
+    EXPECT_TRUE(contains(resumed.out, fmt::format("resuming from {} (step {})", from, done.back()))) << resumed.out;
     EXPECT_EQ(contains(resumed.out, "removed the leftovers of an interrupted save"), !left.empty())
         << fmt::format("left: {}\n", fmt::join(left, ", ")) << resumed.out;
     const std::vector<std::string> after = leftovers();

@@ -49,9 +49,9 @@ runconfig: {{max_steps: {}, log_steps: 3, checkpoint_steps: 4, keep_checkpoints:
   }
 
   // Trains `yaml` into `dir` and returns the exit code.
-  int train(const std::string& yaml, const fs::path& dir, RunMode mode = RunMode::Train) const {
+  int train(const std::string& yaml, const fs::path& dir, RunMode mode = RunMode::Train, uint64_t seed = 3) const {
     TrainConfig c = load_train_config_yaml(yaml, "test.yaml");
-    sparsetrain::Setup s = make_setup(std::move(c), 3, true);
+    sparsetrain::Setup s = make_setup(std::move(c), seed, true);
     RunOptions o;
     o.mode = mode;
     o.model_dir = dir.string();
@@ -365,6 +365,115 @@ TEST_F(TrainerTest, CheckpointOfAnotherShapeIsRefusedNamingTheTensor) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("transformer.wte.weight"));
     EXPECT_THAT(e.what(), HasSubstr("does not fit this model"));
+  }
+}
+
+// Training on from a checkpoint needs the model, seed, optimizer and sparsity it was trained
+// with. Any other config is refused before anything is loaded, naming the config field, the
+// parameter and both values; the checkpoint is left as it was.
+TEST_F(TrainerTest, ACheckpointOfAnotherConfigIsRefusedNamingTheField) {
+  const std::string csr = "sparsity: {algorithm: rigl, sparsity: 0.8, format: csr, update: {freq: 2}}";
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config(csr, 4), dir), 0);
+  const std::vector<uint8_t> model = bytes(checkpoint_model_path(d, 4)), state = bytes(checkpoint_state_path(d, 4));
+  auto with = [&](const std::string& from, const std::string& to, const std::string& yaml) {
+    std::string text = yaml;
+    const std::size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  const std::string c_attn = "'transformer.h.0.attn.c_attn.weight'";
+  struct Case {
+    std::string yaml;
+    uint64_t seed;
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {with("format: csr", "format: bcsr4", config(csr, 8)), 3,
+       "sparsity.format 'csr' for " + c_attn + ", this run has 'bcsr4'"},
+      {with("format: csr", "format: \"2:4\"", with("0.8", "0.5", config(csr, 8))), 3,
+       "sparsity.format 'csr' for " + c_attn + ", this run has '2:4'"},
+      {with(", format: csr", "", config(csr, 8)), 3,
+       "sparsity.format 'csr' for " + c_attn + ", this run has 'masked-dense'"},
+      {with("sparsity: 0.8", "sparsity: 0.7", config(csr, 8)), 3,
+       "sparsity.sparsity 'constant(0.8)' for " + c_attn + ", this run has 'constant(0.7)'"},
+      {with("rigl", "set", config(csr, 8)), 3, "sparsity.algorithm 'rigl' for " + c_attn + ", this run has 'set'"},
+      {config("", 8), 3, "sparsity.algorithm 'rigl' for " + c_attn + ", this run has 'none (dense)'"},
+      {with("n_head: 2", "n_head: 4", config(csr, 8)), 3,
+       "model 'gpt: 2 layers, 2 heads, width 16, context 16, vocabulary 257', this run has 'gpt: 2 layers, 4 heads"},
+      {with("optimizer_type: adamw", "optimizer_type: sgd", config(csr, 8)), 3,
+       "optimizer.optimizer_type 'adamw', this run has 'sgd'"},
+      {config(csr, 8), 4, "runconfig.seed 3, this run has 4"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.said);
+    try {
+      train(c.yaml, dir, RunMode::Train, c.seed);
+      ADD_FAILURE() << "trained on from a checkpoint of another config";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(checkpoint_state_path(d, 4) + ": the checkpoint was trained with " + c.said));
+      EXPECT_THAT(e.what(), HasSubstr("use the config it was trained with (params.yaml in its model directory)"));
+    }
+  }
+  EXPECT_EQ(complete_checkpoints(d), std::vector<int64_t>{4});
+  EXPECT_EQ(bytes(checkpoint_model_path(d, 4)), model);
+  EXPECT_EQ(bytes(checkpoint_state_path(d, 4)), state);
+  // A dense checkpoint into a sparse run, the other way round.
+  const fs::path dense = root_ / "dense";
+  ASSERT_EQ(train(config("", 4), dense), 0);
+  try {
+    train(config(csr, 8), dense);
+    FAIL() << "trained a sparse run on from a dense checkpoint";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("sparsity.algorithm 'none (dense)' for " + c_attn + ", this run has 'rigl'"));
+  }
+  // Evaluation checks the model; the same config trains on.
+  try {
+    train(with("n_head: 2", "n_head: 4", config(csr, 8)), dir, RunMode::Eval);
+    FAIL() << "evaluated with another model";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the checkpoint was trained with model 'gpt: 2 layers, 2 heads"));
+  }
+  EXPECT_EQ(train(config(csr, 6), dir), 0);
+}
+
+// Loading a checkpoint itself (one saved without the recorded config) checks the masks: none
+// for a sparse parameter, or one for a dense parameter, is an error naming the tensor; and the
+// optimizer, by name.
+TEST_F(TrainerTest, LoadingACheckpointChecksMasksAndOptimizer) {
+  const std::string csr = "sparsity: {algorithm: rigl, sparsity: 0.8, format: csr, update: {freq: 2}}";
+  ASSERT_EQ(train(config("", 4), root_ / "dense"), 0);
+  ASSERT_EQ(train(config(csr, 4), root_ / "sparse"), 0);
+  auto load = [&](const std::string& sparsity, const fs::path& dir) {
+    TrainConfig c = load_train_config_yaml(config(sparsity, 4), "test.yaml");
+    sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+    load_checkpoint(checkpoint_model_path(dir.string(), 4), *s.model, s.optimizer.get());
+  };
+  try {
+    load(csr, root_ / "dense");
+    FAIL() << "a sparse model loaded a checkpoint without masks";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("does not fit this model: state dict: no mask "
+                                    "'transformer.h.0.attn.c_attn.weight_mask' for the sparse parameter "
+                                    "'transformer.h.0.attn.c_attn.weight'"));
+  }
+  try {
+    load("", root_ / "sparse");
+    FAIL() << "a dense model loaded a checkpoint with masks";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'transformer.h.0.attn.c_attn.weight_mask' has a mask but the parameter is dense"));
+  }
+  std::string sgd = config("", 4);
+  sgd.replace(sgd.find("optimizer_type: adamw"), 21, "optimizer_type: sgd");
+  TrainConfig c = load_train_config_yaml(sgd, "sgd.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+  try {
+    load_checkpoint(checkpoint_model_path((root_ / "dense").string(), 4), *s.model, s.optimizer.get());
+    FAIL() << "an sgd run loaded an adamw state";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("checkpoint_4.state.safetensors: saved by the optimizer 'adamw'; this run's "
+                                    "optimizer.optimizer_type is 'sgd'"));
   }
 }
 
