@@ -2,6 +2,7 @@
 // message names what was wrong), 2 invalid command line.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <csignal>
 #include <cstdio>
 
 #include "cli/bench_linear.h"
@@ -15,6 +16,9 @@
 
 int main(int argc, char** argv) {
   using namespace sparsetrain;
+  // A write past a file-size limit (ulimit -f) then fails with EFBIG, reported with the file's
+  // name like a full disk, instead of killing the process in the middle of a checkpoint.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"sparsetrain: sparse neural network training on CPUs"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", fmt::format("sparsetrain {} (kernels: {} on this CPU)", SPARSETRAIN_VERSION,

@@ -43,6 +43,16 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// A rename or unlink is durable once the directory entry is; file systems that cannot fsync a
+// directory say EINVAL, and there is nothing more to do on them.
+void sync_directory_of(const std::string& path, std::string_view done) {
+  const std::string dir = directory_of(path);
+  Fd directory{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (directory.fd < 0) fail("{}: {}, but cannot open its directory '{}': {}", path, done, dir, errno_text(errno));
+  if (::fsync(directory.fd) != 0 && errno != EINVAL)
+    fail("{}: {}, but cannot fsync its directory '{}': {}", path, done, dir, errno_text(errno));
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, std::span<const ByteRange> pieces) {
@@ -74,18 +84,21 @@ void write_file_atomically(const std::string& path, std::span<const ByteRange> p
     ::unlink(temp.c_str());
     fail("{}: cannot rename the temporary file '{}' over it: {}", path, temp, errno_text(rename_err));
   }
-  // The rename is durable once the directory entry is; file systems that cannot fsync a
-  // directory say EINVAL, and there is nothing more to do on them.
-  const std::string dir = directory_of(path);
-  Fd directory{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (directory.fd < 0) fail("{}: written, but cannot open its directory '{}': {}", path, dir, errno_text(errno));
-  if (::fsync(directory.fd) != 0 && errno != EINVAL)
-    fail("{}: written, but cannot fsync its directory '{}': {}", path, dir, errno_text(errno));
+  sync_directory_of(path, "written");
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   const ByteRange piece{text.data(), text.size()};
   write_file_atomically(path, std::span<const ByteRange>(&piece, 1));
+}
+
+bool remove_file_durably(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) return false;
+    fail("{}: cannot remove: {}", path, errno_text(errno));
+  }
+  sync_directory_of(path, "removed");
+  return true;
 }
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {

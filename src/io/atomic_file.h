@@ -21,6 +21,11 @@ struct ByteRange {
 void write_file_atomically(const std::string& path, std::span<const ByteRange> pieces);
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// Removes `path` and fsyncs its directory, so that the removal survives a crash or power loss
+// before what follows it. Returns false when there was nothing to remove; an Error names the
+// path and the system's reason.
+bool remove_file_durably(const std::string& path);
+
 // The whole content of a regular file; an Error names the path and the reason.
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 

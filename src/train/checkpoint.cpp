@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <regex>
 
 #include <fmt/format.h>
@@ -40,21 +41,42 @@ bool complete(const std::string& dir, int64_t step) {
   }
 }
 
-// Steps named by any checkpoint file (complete or not), and the temporary files, in `dir`.
-void scan(const std::string& dir, std::vector<int64_t>& steps, std::vector<fs::path>& temporaries) {
-  static const std::regex name(R"(checkpoint_(\d{1,18})\.(safetensors|state\.safetensors|done)(\.tmp-\d+)?)");
+// The files of a model directory: the steps any checkpoint file names (complete or not),
+// ascending, and the temporary files of unfinished atomic writes (of checkpoints, params.yaml and
+// metrics.jsonl).
+struct Listing {
+  std::vector<int64_t> steps;
+  std::vector<fs::path> temporaries;
+};
+
+Listing scan(const std::string& dir) {
+  static const std::regex checkpoint(R"(checkpoint_(\d{1,18})\.(safetensors|state\.safetensors|done))");
+  static const std::regex temporary(
+      R"((checkpoint_\d{1,18}\.(safetensors|state\.safetensors|done)|params\.yaml|metrics\.jsonl)\.tmp-\d+)");
+  Listing l;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string file = e.path().filename().string();
-    if (!std::regex_match(file, m, name)) continue;
-    if (m[3].matched)
-      temporaries.push_back(e.path());
-    else
-      steps.push_back(std::stoll(m[1].str()));
+    if (std::regex_match(file, m, checkpoint))
+      l.steps.push_back(std::stoll(m[1].str()));
+    else if (std::regex_match(file, temporary))
+      l.temporaries.push_back(e.path());
   }
-  std::sort(steps.begin(), steps.end());
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  std::sort(l.steps.begin(), l.steps.end());
+  l.steps.erase(std::unique(l.steps.begin(), l.steps.end()), l.steps.end());
+  return l;
+}
+
+// Removes the files of a step, the marker first: a half-removed checkpoint is never complete.
+// Returns the names of the files that were there.
+std::vector<std::string> remove_step(const std::string& dir, int64_t step) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const std::string& path :
+       {marker_path(dir, step), checkpoint_model_path(dir, step), checkpoint_state_path(dir, step)})
+    if (fs::remove(path, ec)) removed.push_back(fs::path(path).filename().string());
+  return removed;
 }
 
 }  // namespace
@@ -69,55 +91,82 @@ std::string checkpoint_state_path(const std::string& dir, int64_t step) {
 
 void save_checkpoint(const std::string& dir, int64_t step, const Module& model, const Optimizer& optimizer,
                      const json& trainer_state) {
+  // A complete checkpoint of this step (an earlier run's) is incomplete from the moment its first
+  // file is replaced, so its marker goes first.
+  remove_file_durably(marker_path(dir, step));
   const std::string model_path = checkpoint_model_path(dir, step);
   const std::string state_path = checkpoint_state_path(dir, step);
-  write_safetensors(model_path, model.state_dict(), {{"format", "pt"}, {"step", std::to_string(step)}});
+  try {
+    write_safetensors(model_path, model.state_dict(), {{"format", "pt"}, {"step", std::to_string(step)}});
 
-  StateDict state;
-  for (const Parameter* p : optimizer.params())
-    for (const std::string& key : optimizer.state_keys()) {
-      const auto it = p->states().find(key);
-      if (it == p->states().end()) continue;  // not created yet: no step taken
-      StateTensor t{p->name() + "." + key, {static_cast<int64_t>(it->second.size())}, false, {}, {}};
-      t.values.assign(it->second.begin(), it->second.end());
-      state.add(std::move(t));
-    }
-  write_safetensors(state_path, state, {{"sparsetrain.trainer", trainer_state.dump()}});
+    StateDict state;
+    for (const Parameter* p : optimizer.params())
+      for (const std::string& key : optimizer.state_keys()) {
+        const auto it = p->states().find(key);
+        if (it == p->states().end()) continue;  // not created yet: no step taken
+        StateTensor t{p->name() + "." + key, {static_cast<int64_t>(it->second.size())}, false, {}, {}};
+        t.values.assign(it->second.begin(), it->second.end());
+        state.add(std::move(t));
+      }
+    write_safetensors(state_path, state, {{"sparsetrain.trainer", trainer_state.dump()}});
 
-  const json marker = {{"step", step},
-                       {"model_bytes", size_of(model_path).value_or(0)},
-                       {"state_bytes", size_of(state_path).value_or(0)}};
-  write_file_atomically(marker_path(dir, step), marker.dump() + "\n");
+    const json marker = {{"step", step},
+                         {"model_bytes", size_of(model_path).value_or(0)},
+                         {"state_bytes", size_of(state_path).value_or(0)}};
+    write_file_atomically(marker_path(dir, step), marker.dump() + "\n");
+  } catch (...) {
+    remove_step(dir, step);  // a failed save leaves nothing behind; older checkpoints are untouched
+    throw;
+  }
 }
 
 std::vector<int64_t> complete_checkpoints(const std::string& dir) {
-  std::vector<int64_t> steps;
-  std::vector<fs::path> temporaries;
-  scan(dir, steps, temporaries);
+  std::vector<int64_t> steps = scan(dir).steps;
   std::erase_if(steps, [&](int64_t s) { return !complete(dir, s); });
   return steps;
 }
 
-void prune_checkpoints(const std::string& dir, int64_t keep) {
-  std::vector<int64_t> steps;
-  std::vector<fs::path> temporaries;
-  scan(dir, steps, temporaries);
+std::vector<std::string> remove_interrupted_saves(const std::string& dir) {
+  const Listing l = scan(dir);
+  std::vector<std::string> removed;
   std::error_code ec;
-  for (const fs::path& t : temporaries) fs::remove(t, ec);
-  std::vector<int64_t> done = steps;
-  std::erase_if(done, [&](int64_t s) { return !complete(dir, s); });
-  if (done.empty()) return;
-  const int64_t newest = done.back();
-  const auto kept_from = done.size() > static_cast<std::size_t>(keep) ? done[done.size() - static_cast<std::size_t>(keep)]
-                                                                      : done.front();
-  for (int64_t s : steps) {
-    const bool old_complete = s < kept_from && std::binary_search(done.begin(), done.end(), s);
-    const bool stale_incomplete = s < newest && !std::binary_search(done.begin(), done.end(), s);
-    if (!old_complete && !stale_incomplete) continue;
-    fs::remove(marker_path(dir, s), ec);  // the marker first: a half-deleted checkpoint is never "complete"
-    fs::remove(checkpoint_model_path(dir, s), ec);
-    fs::remove(checkpoint_state_path(dir, s), ec);
+  for (const fs::path& t : l.temporaries)
+    if (fs::remove(t, ec)) removed.push_back(t.filename().string());
+  for (int64_t s : l.steps)
+    if (!complete(dir, s)) std::ranges::copy(remove_step(dir, s), std::back_inserter(removed));
+  return removed;
+}
+
+void prune_checkpoints(const std::string& dir, int64_t keep) {
+  remove_interrupted_saves(dir);
+  const std::vector<int64_t> done = complete_checkpoints(dir);
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < done.size(); ++i) remove_step(dir, done[i]);
+}
+
+std::string checkpoint_state_path_of(const std::string& model_path) {
+  const std::string suffix = ".safetensors";
+  if (!model_path.ends_with(suffix)) fail("{}: a checkpoint's model file ends in .safetensors", model_path);
+  return model_path.substr(0, model_path.size() - suffix.size()) + ".state.safetensors";
+}
+
+namespace {
+
+json trainer_state_of(const SafetensorsFile& state, const std::string& state_path) {
+  const auto meta = state.metadata.find("sparsetrain.trainer");
+  if (meta == state.metadata.end())
+    fail("{}: no 'sparsetrain.trainer' metadata; not a sparsetrain training state", state_path);
+  try {
+    return json::parse(meta->second);
+  } catch (const json::parse_error& e) {
+    fail("{}: the 'sparsetrain.trainer' metadata is not valid JSON: {}", state_path, e.what());
   }
+}
+
+}  // namespace
+
+json read_trainer_state(const std::string& model_path) {
+  const std::string state_path = checkpoint_state_path_of(model_path);
+  return trainer_state_of(read_safetensors(state_path), state_path);
 }
 
 json load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer) {
@@ -129,19 +178,12 @@ json load_checkpoint(const std::string& model_path, Module& model, Optimizer* op
   }
   if (optimizer == nullptr) return json::object();
 
-  std::string state_path = model_path;
-  const std::string suffix = ".safetensors";
-  if (!state_path.ends_with(suffix)) fail("{}: a checkpoint's model file ends in .safetensors", model_path);
-  state_path.replace(state_path.size() - suffix.size(), suffix.size(), ".state.safetensors");
+  const std::string state_path = checkpoint_state_path_of(model_path);
   const SafetensorsFile state = read_safetensors(state_path);
-  const auto meta = state.metadata.find("sparsetrain.trainer");
-  if (meta == state.metadata.end()) fail("{}: no 'sparsetrain.trainer' metadata; not a sparsetrain training state", state_path);
-  json trainer;
-  try {
-    trainer = json::parse(meta->second);
-  } catch (const json::parse_error& e) {
-    fail("{}: the 'sparsetrain.trainer' metadata is not valid JSON: {}", state_path, e.what());
-  }
+  const json trainer = trainer_state_of(state, state_path);
+  if (const auto saved = trainer.find("optimizer"); saved != trainer.end() && *saved != optimizer->name())
+    fail("{}: saved by the optimizer {}; this run's optimizer.optimizer_type is '{}'", state_path,
+         saved->is_string() ? fmt::format("'{}'", saved->get<std::string>()) : saved->dump(), optimizer->name());
   std::size_t used = 0;
   for (Parameter* p : optimizer->params())
     for (const std::string& key : optimizer->state_keys()) {

@@ -11,7 +11,10 @@
 //
 // Each file is written atomically (io/atomic_file.h). A checkpoint is complete when its marker
 // exists and both files have the sizes it records; resuming takes the newest complete one.
-// Older checkpoints are deleted only after a newer one is complete.
+// Older checkpoints are deleted only after a newer one is complete. Whatever a killed save
+// leaves (temporary `*.tmp-<pid>` files, the files of a step without its marker, a marker whose
+// sizes do not match) is incomplete, ignored, and removed when training starts and after each
+// save. One training process writes a model directory at a time.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,14 +29,25 @@ namespace sparsetrain {
 std::string checkpoint_model_path(const std::string& dir, int64_t step);
 std::string checkpoint_state_path(const std::string& dir, int64_t step);
 
+// Writes step `step`; a complete checkpoint of that step is first made incomplete (its marker
+// removed). On failure (a full disk, a file-size limit) the step's files are removed and the
+// Error, naming the file and the system's reason, is rethrown; other checkpoints are untouched.
 void save_checkpoint(const std::string& dir, int64_t step, const Module& model, const Optimizer& optimizer,
                      const nlohmann::json& trainer_state);
 
 // Steps of the complete checkpoints in `dir`, ascending.
 std::vector<int64_t> complete_checkpoints(const std::string& dir);
-// Deletes all but the newest `keep` complete checkpoints, and every leftover temporary file and
-// incomplete checkpoint older than the newest complete one.
+// Removes what interrupted writes left in the model directory `dir`: temporary files
+// (`<file>.tmp-<pid>` of checkpoints, params.yaml and metrics.jsonl) and every file of an
+// incomplete checkpoint, never a complete checkpoint's. Returns the names of the removed files.
+std::vector<std::string> remove_interrupted_saves(const std::string& dir);
+// Removes all but the newest `keep` complete checkpoints, and everything incomplete.
 void prune_checkpoints(const std::string& dir, int64_t keep);
+
+// The state file beside a model file: checkpoint_N.safetensors -> checkpoint_N.state.safetensors.
+std::string checkpoint_state_path_of(const std::string& model_path);
+// The trainer JSON in the state file beside `model_path`; an Error names the file and the reason.
+nlohmann::json read_trainer_state(const std::string& model_path);
 
 // Loads a model file's tensors into `model` (strict: every parameter and mask must be there with
 // its shape). With `optimizer`, also the state file beside it (`checkpoint_N.state.safetensors`)

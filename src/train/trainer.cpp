@@ -10,6 +10,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -151,6 +152,55 @@ void check_fresh_directory(const std::string& dir) {
            dir, name);
 }
 
+// How a run's sparsified parameters are configured: per parameter, its algorithm, configured
+// storage, level schedule and level at `step` (which the distribution and overrides shape).
+json sparsity_config_of(const Setup& s, int64_t step) {
+  json record = json::object();
+  if (!s.sparsity) return record;
+  for (const SparsityAlgorithm* a : s.sparsity->leaf_algorithms()) {
+    const SparsityOptions& o = a->options();
+    const std::vector<double> levels = a->levels(step);
+    for (std::size_t i = 0; i < a->parameters().size(); ++i)
+      record[a->parameters()[i]->name()] = {
+          {"algorithm", a->name()},
+          {"format", o.auto_format ? "auto" : o.format ? o.format->name() : "masked-dense"},
+          {"schedule", a->sparsity_schedule().describe()},
+          {"level", fmt::format("{:.6g}", levels[i])}};
+  }
+  return record;
+}
+
+// What a checkpoint must share with a run that trains on from it, checked before anything is
+// loaded so that the message names the config field: the seed, the optimizer, the model and the
+// sparsity of each parameter. Evaluation needs only the model. Checkpoints written before the
+// model and sparsity were recorded are checked for the rest.
+void check_same_run(const json& saved, const Setup& s, const std::string& state_path, bool training) {
+  auto text = [](const json& j) { return j.is_string() ? fmt::format("'{}'", j.get<std::string>()) : j.dump(); };
+  auto refuse = [&](const std::string& field, const json& there, const json& here, const std::string& of = "") {
+    fail("{}: the checkpoint was trained with {} {}{}, this run has {}; use the config it was trained with "
+         "(params.yaml in its model directory)",
+         state_path, field, text(there), of.empty() ? "" : fmt::format(" for '{}'", of), text(here));
+  };
+  if (saved.contains("model") && saved["model"] != s.model->describe())
+    refuse("model", saved["model"], s.model->describe());
+  if (!training) return;
+  if (saved.contains("seed") && saved["seed"] != s.seed) refuse("runconfig.seed", saved["seed"], s.seed);
+  if (saved.contains("optimizer") && saved["optimizer"] != s.optimizer->name())
+    refuse("optimizer.optimizer_type", saved["optimizer"], s.optimizer->name());
+  if (!saved.contains("sparsity_config")) return;
+  const json& there = saved["sparsity_config"];
+  const json here = sparsity_config_of(s, saved.value("step", int64_t{0}));
+  for (const Module::Entry& e : s.model->named_parameters()) {
+    const std::string& name = e.param->name();
+    const json none = {{"algorithm", "none (dense)"}};
+    const json& a = there.contains(name) ? there.at(name) : none;
+    const json& b = here.contains(name) ? here.at(name) : none;
+    for (const auto& [key, field] : {std::pair{"algorithm", "sparsity.algorithm"}, {"format", "sparsity.format"},
+                                     {"schedule", "sparsity.sparsity"}, {"level", "sparsity.sparsity (its level now)"}})
+      if (a.value(key, json()) != b.value(key, json())) refuse(field, a.value(key, json()), b.value(key, json()), name);
+  }
+}
+
 }  // namespace
 
 EvalResult evaluate(Model& model, const DataSource& data) {
@@ -176,24 +226,39 @@ int run(Setup& s, const RunOptions& o) {
   const std::string& dir = o.model_dir;
   fs::create_directories(dir);
 
+  // What a killed save left behind is never resumed from; training removes it.
+  if (o.mode != RunMode::Eval) {
+    const std::vector<std::string> removed = remove_interrupted_saves(dir);
+    if (!removed.empty())
+      fmt::print("removed the leftovers of an interrupted save from {}: {}\n", dir, fmt::join(removed, ", "));
+  }
+
   // Where to start: the newest complete checkpoint, an explicit one, or fresh.
   int64_t start = 0;
   json state = json::object();
   const std::vector<int64_t> done = complete_checkpoints(dir);
-  if (!o.checkpoint_path.empty()) {
-    state = load_checkpoint(o.checkpoint_path, model, o.mode == RunMode::Eval ? nullptr : &optimizer);
-  } else if (!done.empty()) {
-    state = load_checkpoint(checkpoint_model_path(dir, done.back()), model, o.mode == RunMode::Eval ? nullptr : &optimizer);
-    if (o.mode != RunMode::Eval) fmt::print("resuming from {} (step {})\n", checkpoint_model_path(dir, done.back()), done.back());
-  } else if (o.mode == RunMode::Eval) {
+  const bool training = o.mode != RunMode::Eval;
+  const std::string from = !o.checkpoint_path.empty() ? o.checkpoint_path
+                           : !done.empty()             ? checkpoint_model_path(dir, done.back())
+                                                       : "";
+  if (!from.empty()) {
+    // Evaluating a model file without its state file (--checkpoint_path) checks its tensors only.
+    if (training || fs::exists(checkpoint_state_path_of(from)))
+      check_same_run(read_trainer_state(from), s, checkpoint_state_path_of(from), training);
+    state = load_checkpoint(from, model, training ? &optimizer : nullptr);
+  } else if (!training) {
     fail("{}: no complete checkpoint to evaluate; train first or give --checkpoint_path", dir);
   } else {
     check_fresh_directory(dir);
   }
+  if (!o.checkpoint_path.empty() && training && !done.empty() && done.back() > state.value("step", int64_t{0}))
+    fail("{}: holds checkpoints up to step {}, and training on from step {} of {} would overwrite and delete them; "
+         "choose another --model_dir",
+         dir, done.back(), state.value("step", int64_t{0}), o.checkpoint_path);
+  if (o.checkpoint_path.empty() && !done.empty() && training)
+    fmt::print("resuming from {} (step {})\n", from, done.back());
   if (state.contains("step")) {
     start = state["step"].get<int64_t>();
-    if (state.value("seed", s.seed) != s.seed)
-      fail("{}: the checkpoint was trained with seed {}, this run has seed {}", dir, state["seed"].get<uint64_t>(), s.seed);
     optimizer.set_step(state["optimizer_steps"].get<int64_t>());
     if (s.sparsity && state.contains("sparsity")) s.sparsity->load_state(state["sparsity"]);
   }
@@ -217,13 +282,17 @@ int run(Setup& s, const RunOptions& o) {
     json j = {{"step", step},           {"seed", s.seed},          {"optimizer", optimizer.name()},
               {"optimizer_steps", optimizer.steps()}, {"flops_dense", flops_dense}, {"flops_actual", flops_actual},
               {"skipped_steps", skipped}, {"loss_spikes", spikes}, {"loss_mean", average.mean},
-              {"loss_mean_steps", average.count}, {"threads", num_threads()}};
+              {"loss_mean_steps", average.count}, {"threads", num_threads()}, {"model", model.describe()},
+              {"sparsity_config", sparsity_config_of(s, step)}};
     if (s.sparsity) j["sparsity"] = s.sparsity->state();
     return j;
   };
+  // The step whose complete checkpoint in `dir` holds the current state, if one does.
+  int64_t saved = o.checkpoint_path.empty() && start > 0 ? start : -1;
   auto checkpoint = [&](int64_t step) {
     save_checkpoint(dir, step, model, optimizer, trainer_state(step));
     prune_checkpoints(dir, rc.keep_checkpoints);
+    saved = step;
   };
 
   fmt::print("{}\n{}\n", model.describe(), s.data->describe());
@@ -239,7 +308,7 @@ int run(Setup& s, const RunOptions& o) {
     if (r.outcome == StepOutcome::NonFinite && rc.nonfinite_policy == NonfinitePolicy::Stop) {
       bar.clear();
       optimizer.set_step(step - 1);
-      checkpoint(step - 1);
+      if (saved != step - 1) checkpoint(step - 1);  // saving it again would make it incomplete for a while
       fmt::print("step {}: non-finite loss or gradient (loss {}, gradient norm {}); stopped as "
                  "runconfig.nonfinite_policy says, the last good state is {}\n",
                  step, r.loss, r.grad_norm, checkpoint_model_path(dir, step - 1));

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,9 +53,8 @@ std::string drain_terminal(int master, pid_t pid, int& status) {
   return text;
 }
 
-// `while_running` is called with the child's pid right after it starts.
 CliResult run(const std::vector<std::string>& args, const std::vector<std::string>& env, bool terminal_stderr,
-              const std::function<void(pid_t)>& while_running = {}) {
+              const CliControl& control = {}) {
   const std::string dir = ::testing::TempDir();
   const std::string out_path = dir + "sparsetrain_cli_out_" + std::to_string(getpid());
   const std::string err_path = dir + "sparsetrain_cli_err_" + std::to_string(getpid());
@@ -91,11 +91,20 @@ CliResult run(const std::vector<std::string>& args, const std::vector<std::strin
   } else {
     posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   }
+  // The child inherits the resource limits in force when it starts: this process lowers its own
+  // for that moment (it writes nothing meanwhile).
+  rlimit inherited{};
+  getrlimit(RLIMIT_FSIZE, &inherited);
+  if (control.file_size_limit > 0) {
+    const rlimit lowered{control.file_size_limit, inherited.rlim_max};
+    if (setrlimit(RLIMIT_FSIZE, &lowered) != 0) throw std::runtime_error("cannot lower RLIMIT_FSIZE");
+  }
   pid_t pid = 0;
   const int spawned = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), envp.data());
+  if (control.file_size_limit > 0) setrlimit(RLIMIT_FSIZE, &inherited);
   posix_spawn_file_actions_destroy(&files);
   if (spawned != 0) throw std::runtime_error("cannot start " + argv_text[0]);
-  if (while_running) while_running(pid);
+  if (control.while_running) control.while_running(pid);
   int status = 0;
   CliResult result;
   if (terminal_stderr) {
@@ -122,14 +131,21 @@ CliResult run_cli_with_terminal_stderr(const std::vector<std::string>& args, con
   return run(args, env, true);
 }
 
+CliResult run_cli_controlled(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                             const CliControl& control) {
+  return run(args, env, false, control);
+}
+
 CliResult run_cli_signalled(const std::vector<std::string>& args, const std::vector<std::string>& env,
                             const std::function<bool()>& ready, int signal_number) {
-  return run(args, env, false, [&](pid_t pid) {
+  CliControl control;
+  control.while_running = [&](pid_t pid) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (!ready() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     kill(pid, signal_number);
-  });
+  };
+  return run(args, env, false, control);
 }
 
 }  // namespace sparsetrain::testing

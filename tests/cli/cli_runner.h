@@ -1,6 +1,9 @@
 #pragma once
 // Runs the built `sparsetrain` binary (path from the SPARSETRAIN_EXE compile definition) with
 // given arguments and extra environment variables, capturing exit code, stdout and stderr apart.
+#include <sys/types.h>
+
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -19,6 +22,15 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
 // The same with stderr on a pseudo-terminal (what a user at a terminal sees there; the terminal
 // turns "\n" into "\r\n"), for output that only appears on a terminal.
 CliResult run_cli_with_terminal_stderr(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+// What run_cli_controlled does besides running the command.
+struct CliControl {
+  uint64_t file_size_limit = 0;  // RLIMIT_FSIZE of the process in bytes; 0 leaves it as inherited
+  // Called with the process id right after it starts; the run then waits for the process to end.
+  std::function<void(pid_t)> while_running;
+};
+CliResult run_cli_controlled(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                             const CliControl& control);
 
 // Starts the command, waits until ready() holds (polled every 20 ms, 2 minutes at most), sends it
 // `signal_number` and returns what it did.

@@ -49,9 +49,9 @@ runconfig: {{max_steps: {}, log_steps: 3, checkpoint_steps: 4, keep_checkpoints:
   }
 
   // Trains `yaml` into `dir` and returns the exit code.
-  int train(const std::string& yaml, const fs::path& dir, RunMode mode = RunMode::Train) const {
+  int train(const std::string& yaml, const fs::path& dir, RunMode mode = RunMode::Train, uint64_t seed = 3) const {
     TrainConfig c = load_train_config_yaml(yaml, "test.yaml");
-    sparsetrain::Setup s = make_setup(std::move(c), 3, true);
+    sparsetrain::Setup s = make_setup(std::move(c), seed, true);
     RunOptions o;
     o.mode = mode;
     o.model_dir = dir.string();
@@ -220,6 +220,138 @@ TEST_F(TrainerTest, IgnoresAnIncompleteCheckpoint) {
   EXPECT_TRUE(complete_checkpoints(dir.string()).empty());
 }
 
+// What a killed save can leave: temporary files, a step's files without its marker, a marker
+// whose sizes do not match. Training again ignores them for resume and removes them, saying so;
+// complete checkpoints and files that are not the trainer's stay.
+TEST_F(TrainerTest, StartRemovesWhatAnInterruptedSaveLeft) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  const std::string d = dir.string();
+  fs::copy_file(checkpoint_model_path(d, 4), checkpoint_model_path(d, 8));  // no state, no marker
+  fs::copy_file(checkpoint_model_path(d, 4), checkpoint_model_path(d, 6));
+  fs::copy_file(checkpoint_state_path(d, 4), checkpoint_state_path(d, 6));
+  std::ofstream(dir / "checkpoint_6.done") << R"({"step":6,"model_bytes":1,"state_bytes":2})" << "\n";
+  std::ofstream(dir / "checkpoint_7.state.safetensors.tmp-99999") << "partial";
+  std::ofstream(dir / "metrics.jsonl.tmp-12") << "partial";
+  std::ofstream(dir / "notes.txt") << "mine";
+  std::ofstream(dir / "checkpoint_4.safetensors.bak") << "mine too";
+  ASSERT_EQ(complete_checkpoints(d), std::vector<int64_t>{4});
+
+  ::testing::internal::CaptureStdout();
+  const int code = train(config("", 5), dir);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(code, 0);
+  EXPECT_THAT(out, HasSubstr("removed the leftovers of an interrupted save from " + d + ": "));
+  for (const char* file : {"checkpoint_8.safetensors", "checkpoint_6.done", "checkpoint_6.safetensors",
+                           "checkpoint_6.state.safetensors", "checkpoint_7.state.safetensors.tmp-99999",
+                           "metrics.jsonl.tmp-12"}) {
+    EXPECT_THAT(out, HasSubstr(file));
+    EXPECT_FALSE(fs::exists(dir / file)) << file;
+  }
+  EXPECT_THAT(out, HasSubstr("resuming from " + checkpoint_model_path(d, 4) + " (step 4)"));
+  EXPECT_TRUE(fs::exists(dir / "notes.txt"));
+  EXPECT_TRUE(fs::exists(dir / "checkpoint_4.safetensors.bak"));
+  EXPECT_EQ(complete_checkpoints(d), (std::vector<int64_t>{4, 5}));
+
+  // Nothing left over: no such line.
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train(config("", 6), dir), 0);
+  EXPECT_THAT(::testing::internal::GetCapturedStdout(), ::testing::Not(HasSubstr("leftovers")));
+}
+
+// A run killed before its first checkpoint was complete left params.yaml and the partial first
+// save: the partial files go, and the directory is still refused rather than trained over.
+TEST_F(TrainerTest, RefusesARunWhoseFirstSaveWasInterrupted) {
+  const fs::path dir = root_ / "run";
+  fs::create_directories(dir);
+  std::ofstream(dir / "params.yaml") << config("", 4);
+  std::ofstream(dir / "checkpoint_4.safetensors.tmp-4242") << "partial";
+  try {
+    train(config("", 4), dir);
+    FAIL() << "trained over a run without checkpoints";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("holds a run (params.yaml) but no complete checkpoint to resume from"));
+  }
+  EXPECT_FALSE(fs::exists(dir / "checkpoint_4.safetensors.tmp-4242"));
+  EXPECT_TRUE(fs::exists(dir / "params.yaml"));
+}
+
+// A save that fails (here: its temporary state file cannot be created) reports the file and the
+// reason, leaves none of the step's files, and every older checkpoint is still there: pruning
+// happens only after a new checkpoint is complete.
+TEST_F(TrainerTest, AFailedSaveKeepsEveryOlderCheckpoint) {
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config("", 8), dir), 0);
+  ASSERT_EQ(complete_checkpoints(d), (std::vector<int64_t>{4, 8}));
+  const fs::path blocker = fmt::format("{}.tmp-{}", checkpoint_state_path(d, 12), ::getpid());
+  fs::create_directories(blocker / "x");  // a directory where the temporary file would go
+  try {
+    train(config("", 12), dir);
+    FAIL() << "the save at step 12 succeeded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(checkpoint_state_path(d, 12) + ": cannot create the temporary file"));
+    EXPECT_THAT(e.what(), HasSubstr("Is a directory"));
+  }
+  EXPECT_FALSE(fs::exists(checkpoint_model_path(d, 12)));
+  EXPECT_FALSE(fs::exists(dir / "checkpoint_12.done"));
+  EXPECT_EQ(complete_checkpoints(d), (std::vector<int64_t>{4, 8}));
+  for (int64_t step : {4, 8}) {
+    TrainConfig c = load_train_config_yaml(config("", 12), "test.yaml");
+    sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+    EXPECT_EQ(load_checkpoint(checkpoint_model_path(d, step), *s.model, s.optimizer.get())["step"], step);
+  }
+  fs::remove_all(blocker);
+  ASSERT_EQ(train(config("", 12), dir), 0);
+  EXPECT_EQ(complete_checkpoints(d), (std::vector<int64_t>{8, 12}));
+}
+
+// A full disk: the temporary state file is /dev/full, where every write fails with ENOSPC. The
+// error names the file and the reason, the step's model file is removed again, older checkpoints
+// are untouched.
+TEST_F(TrainerTest, AFullDiskDuringASaveIsAnErrorNamingTheFile) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  const fs::path full = fmt::format("{}.tmp-{}", checkpoint_state_path(d, 5), ::getpid());
+  fs::create_symlink("/dev/full", full);
+  TrainConfig c = load_train_config_yaml(config("", 5), "test.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+  try {
+    save_checkpoint(d, 5, *s.model, *s.optimizer, {{"step", 5}});
+    FAIL() << "saved onto a full disk";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(checkpoint_state_path(d, 5) + ": cannot write the temporary file"));
+    EXPECT_THAT(e.what(), HasSubstr("No space left on device"));
+  }
+  EXPECT_FALSE(fs::exists(fs::symlink_status(full)));  // the temporary file is removed
+  EXPECT_FALSE(fs::exists(checkpoint_model_path(d, 5)));
+  EXPECT_EQ(complete_checkpoints(d), std::vector<int64_t>{4});
+}
+
+// Training on from an older --checkpoint_path in a directory with newer checkpoints would
+// overwrite them step by step and then prune its own: refused.
+TEST_F(TrainerTest, RefusesToTrainFromAnOlderCheckpointOverNewerOnes) {
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config("", 8), dir), 0);
+  TrainConfig c = load_train_config_yaml(config("", 12), "test.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, true);
+  RunOptions o;
+  o.model_dir = d;
+  o.checkpoint_path = checkpoint_model_path(d, 4);
+  o.progress = false;
+  try {
+    run(s, o);
+    FAIL() << "trained from step 4 over step 8";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(d + ": holds checkpoints up to step 8, and training on from step 4 of " +
+                                    checkpoint_model_path(d, 4) + " would overwrite and delete them"));
+  }
+  EXPECT_EQ(complete_checkpoints(d), (std::vector<int64_t>{4, 8}));
+}
+
 TEST_F(TrainerTest, CheckpointOfAnotherShapeIsRefusedNamingTheTensor) {
   const fs::path dir = root_ / "run";
   ASSERT_EQ(train(config("", 4), dir), 0);
@@ -233,6 +365,115 @@ TEST_F(TrainerTest, CheckpointOfAnotherShapeIsRefusedNamingTheTensor) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("transformer.wte.weight"));
     EXPECT_THAT(e.what(), HasSubstr("does not fit this model"));
+  }
+}
+
+// Training on from a checkpoint needs the model, seed, optimizer and sparsity it was trained
+// with. Any other config is refused before anything is loaded, naming the config field, the
+// parameter and both values; the checkpoint is left as it was.
+TEST_F(TrainerTest, ACheckpointOfAnotherConfigIsRefusedNamingTheField) {
+  const std::string csr = "sparsity: {algorithm: rigl, sparsity: 0.8, format: csr, update: {freq: 2}}";
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config(csr, 4), dir), 0);
+  const std::vector<uint8_t> model = bytes(checkpoint_model_path(d, 4)), state = bytes(checkpoint_state_path(d, 4));
+  auto with = [&](const std::string& from, const std::string& to, const std::string& yaml) {
+    std::string text = yaml;
+    const std::size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  const std::string c_attn = "'transformer.h.0.attn.c_attn.weight'";
+  struct Case {
+    std::string yaml;
+    uint64_t seed;
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {with("format: csr", "format: bcsr4", config(csr, 8)), 3,
+       "sparsity.format 'csr' for " + c_attn + ", this run has 'bcsr4'"},
+      {with("format: csr", "format: \"2:4\"", with("0.8", "0.5", config(csr, 8))), 3,
+       "sparsity.format 'csr' for " + c_attn + ", this run has '2:4'"},
+      {with(", format: csr", "", config(csr, 8)), 3,
+       "sparsity.format 'csr' for " + c_attn + ", this run has 'masked-dense'"},
+      {with("sparsity: 0.8", "sparsity: 0.7", config(csr, 8)), 3,
+       "sparsity.sparsity 'constant(0.8)' for " + c_attn + ", this run has 'constant(0.7)'"},
+      {with("rigl", "set", config(csr, 8)), 3, "sparsity.algorithm 'rigl' for " + c_attn + ", this run has 'set'"},
+      {config("", 8), 3, "sparsity.algorithm 'rigl' for " + c_attn + ", this run has 'none (dense)'"},
+      {with("n_head: 2", "n_head: 4", config(csr, 8)), 3,
+       "model 'gpt: 2 layers, 2 heads, width 16, context 16, vocabulary 257', this run has 'gpt: 2 layers, 4 heads"},
+      {with("optimizer_type: adamw", "optimizer_type: sgd", config(csr, 8)), 3,
+       "optimizer.optimizer_type 'adamw', this run has 'sgd'"},
+      {config(csr, 8), 4, "runconfig.seed 3, this run has 4"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.said);
+    try {
+      train(c.yaml, dir, RunMode::Train, c.seed);
+      ADD_FAILURE() << "trained on from a checkpoint of another config";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(checkpoint_state_path(d, 4) + ": the checkpoint was trained with " + c.said));
+      EXPECT_THAT(e.what(), HasSubstr("use the config it was trained with (params.yaml in its model directory)"));
+    }
+  }
+  EXPECT_EQ(complete_checkpoints(d), std::vector<int64_t>{4});
+  EXPECT_EQ(bytes(checkpoint_model_path(d, 4)), model);
+  EXPECT_EQ(bytes(checkpoint_state_path(d, 4)), state);
+  // A dense checkpoint into a sparse run, the other way round.
+  const fs::path dense = root_ / "dense";
+  ASSERT_EQ(train(config("", 4), dense), 0);
+  try {
+    train(config(csr, 8), dense);
+    FAIL() << "trained a sparse run on from a dense checkpoint";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("sparsity.algorithm 'none (dense)' for " + c_attn + ", this run has 'rigl'"));
+  }
+  // Evaluation checks the model; the same config trains on.
+  try {
+    train(with("n_head: 2", "n_head: 4", config(csr, 8)), dir, RunMode::Eval);
+    FAIL() << "evaluated with another model";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the checkpoint was trained with model 'gpt: 2 layers, 2 heads"));
+  }
+  EXPECT_EQ(train(config(csr, 6), dir), 0);
+}
+
+// Loading a checkpoint itself (one saved without the recorded config) checks the masks: none
+// for a sparse parameter, or one for a dense parameter, is an error naming the tensor; and the
+// optimizer, by name.
+TEST_F(TrainerTest, LoadingACheckpointChecksMasksAndOptimizer) {
+  const std::string csr = "sparsity: {algorithm: rigl, sparsity: 0.8, format: csr, update: {freq: 2}}";
+  ASSERT_EQ(train(config("", 4), root_ / "dense"), 0);
+  ASSERT_EQ(train(config(csr, 4), root_ / "sparse"), 0);
+  auto load = [&](const std::string& sparsity, const fs::path& dir) {
+    TrainConfig c = load_train_config_yaml(config(sparsity, 4), "test.yaml");
+    sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+    load_checkpoint(checkpoint_model_path(dir.string(), 4), *s.model, s.optimizer.get());
+  };
+  try {
+    load(csr, root_ / "dense");
+    FAIL() << "a sparse model loaded a checkpoint without masks";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("does not fit this model: state dict: no mask "
+                                    "'transformer.h.0.attn.c_attn.weight_mask' for the sparse parameter "
+                                    "'transformer.h.0.attn.c_attn.weight'"));
+  }
+  try {
+    load("", root_ / "sparse");
+    FAIL() << "a dense model loaded a checkpoint with masks";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'transformer.h.0.attn.c_attn.weight_mask' has a mask but the parameter is dense"));
+  }
+  std::string sgd = config("", 4);
+  sgd.replace(sgd.find("optimizer_type: adamw"), 21, "optimizer_type: sgd");
+  TrainConfig c = load_train_config_yaml(sgd, "sgd.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+  try {
+    load_checkpoint(checkpoint_model_path((root_ / "dense").string(), 4), *s.model, s.optimizer.get());
+    FAIL() << "an sgd run loaded an adamw state";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("checkpoint_4.state.safetensors: saved by the optimizer 'adamw'; this run's "
+                                    "optimizer.optimizer_type is 'sgd'"));
   }
 }
 
