@@ -93,6 +93,19 @@ TEST(Gpt2Loader, MergesByLowestRankFirst) {
   EXPECT_EQ(w.merge_count(), 1u);
 }
 
+TEST(Gpt2Loader, FromTextMatchesLoad) {
+  const auto t = Gpt2Tokenizer::from_text(vocab(kExtra).dump(), kMerges);
+  EXPECT_EQ(t.vocab_size(), 261);
+  EXPECT_EQ(t.merge_count(), 4u);
+  EXPECT_EQ(t.encode("hello world"), (std::vector<int32_t>{258, 'o', 259, 'o', 'r', 'l', 'd'}));
+  // Messages name the files as the caller calls them.
+  EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::from_text("", kMerges, "e.json", "m.bpe"); }), "e.json: empty file");
+  EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::from_text(vocab({}).dump(), "", "e.json", "m.bpe"); }),
+            "m.bpe: empty file");
+  EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::from_text(vocab({}).dump(), "#version\na b\n"); }),
+            "vocab.bpe:2: merge result \"ab\" is not in the vocabulary encoder.json");
+}
+
 // The error load() reports for an encoder.json with `text` (and valid merges).
 std::string encoder_error(const TempDir& dir, const std::string& text) {
   const fs::path enc = dir.write("encoder.json", text), bpe = dir.write("vocab.bpe", "#version: 0.2\n");
