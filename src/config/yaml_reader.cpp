@@ -1,5 +1,7 @@
 #include "config/yaml_reader.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -24,6 +26,34 @@ std::string read_config_file(const std::string& path) {
 }
 
 namespace {
+
+// Counts documents from the parser's events, keeping where each starts and where its value does.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;  // of each document
+  std::vector<YAML::Mark> values;  // of each document's value (its root node)
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& mark) {
+    if (values.size() < starts.size()) values.push_back(mark);
+  }
+};
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -138,6 +168,35 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
     }
   }
   return best_word.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best_word);
+}
+
+Documents load_documents(const Source& source) {
+  Documents documents;
+  try {
+    std::istringstream stream(source.text);
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    while (parser.HandleNextDocument(counter)) {
+      // A document that starts where the previous one did consumed nothing: the parser is stuck
+      // on a token no document can start with, and would report null documents forever.
+      const std::size_t n = counter.starts.size();
+      if (n >= 2 && counter.starts[n - 1].pos == counter.starts[n - 2].pos) {
+        const YAML::Mark& at = counter.starts[n - 1];
+        const bool known = at.pos >= 0 && static_cast<std::size_t>(at.pos) < source.text.size();
+        const char c = known ? source.text[static_cast<std::size_t>(at.pos)] : '?';
+        throw Error(located(source, at,
+                            c == ','
+                                ? std::string("unexpected ',' outside a flow collection ([...] or {...})")
+                                : fmt::format("unexpected '{}': expected a YAML value", std::string(1, c))));
+      }
+    }
+    documents.count = counter.starts.size();
+    if (counter.values.size() >= 2) documents.second = counter.values[1];
+    documents.first = YAML::Load(source.text);
+  } catch (const YAML::Exception& e) {
+    throw Error(located(source, e.mark, e.msg));
+  }
+  return documents;
 }
 
 Value::Value(YAML::Node node, std::string path, const Source& source, YAML::Mark mark)

@@ -1133,6 +1133,10 @@ sparsity:
 TEST(SparsityConfigErrors, Documents) {
   EXPECT_EQ(load_error("sparsity: [0.5,\n"), "cfg.yaml:2:1: end of sequence flow not found");
   EXPECT_EQ(load_error("sparsity: 0.5\n---\nsparsity: 0.6\n"), "cfg.yaml:3:1: expected one YAML document, found 2");
+  // A ',' outside a flow collection: yaml-cpp 0.7's LoadAll reads null documents there forever.
+  EXPECT_EQ(load_error(","), "cfg.yaml:1:1: unexpected ',' outside a flow collection ([...] or {...})");
+  EXPECT_EQ(load_error("[0.5],\n"), "cfg.yaml:1:6: unexpected ',' outside a flow collection ([...] or {...})");
+  EXPECT_EQ(load_error("sparsity: 0.5\n--- ,\n"), "cfg.yaml:2:5: unexpected ',' outside a flow collection ([...] or {...})");
   EXPECT_EQ(load_error("- sparsity: 0.5\n"),
             "cfg.yaml:1:1: expected a mapping at the top level (a training config), got a list");
   EXPECT_EQ(load_error(R"(
