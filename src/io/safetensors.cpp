@@ -146,6 +146,12 @@ json parse_header(const std::string& file, std::string_view text, std::vector<st
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::parse_error& e) {
     fail("{}: the header is not valid JSON: {} (at offset {})", file, parse_reason(e), 8 + e.byte - 1);
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double's range (1e400) is not a parse_error, and nlohmann knows no offset.
+    std::string_view what = e.what();
+    if (const size_t end = what.find("] "); what.starts_with("[json.exception") && end != std::string_view::npos)
+      what.remove_prefix(end + 2);
+    fail("{}: the header is not valid JSON: {}", file, what);
   }
 }
 

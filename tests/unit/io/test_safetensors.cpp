@@ -267,6 +267,9 @@ TEST(SafetensorsRead, RejectsBadUtf8AndJson) {
             "t.safetensors: the header is not valid JSON: syntax error while parsing value - invalid literal; last "
             "read: '1} x'; expected end of input (at offset 16)");
   EXPECT_EQ(read_error(file_of("[1, 2]  ")), "t.safetensors: the header is a JSON array, not an object");
+  // nlohmann reports a number beyond a double's range as out_of_range, not as a parse error.
+  EXPECT_EQ(read_error(file_of(R"({"a":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})")),
+            "t.safetensors: the header is not valid JSON: number overflow parsing '1e400'");
 }
 
 TEST(SafetensorsRead, RejectsDuplicateKeys) {
