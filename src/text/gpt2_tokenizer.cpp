@@ -166,11 +166,14 @@ Gpt2Tokenizer Gpt2Tokenizer::from_text(std::string_view enc_text, std::string_vi
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(enc_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     if (const auto p = what.find("] "); what.starts_with("[json.exception") && p != std::string::npos)
       what = what.substr(p + 2);
-    fail("{}: malformed JSON (byte {}): {}", enc_name, e.byte, what);
+    // A parse error knows its byte; a number beyond a double's range (1e400, out_of_range) does not.
+    if (const auto* parse = dynamic_cast<const nlohmann::json::parse_error*>(&e))
+      fail("{}: malformed JSON (byte {}): {}", enc_name, parse->byte, what);
+    fail("{}: malformed JSON: {}", enc_name, what);
   }
   if (!doc.is_object())
     fail("{}: expected a JSON object mapping token strings to ids, got {}", enc_name, doc.type_name());

@@ -137,6 +137,8 @@ TEST(Gpt2Loader, RejectsBadEncoderJson) {
   EXPECT_EQ(encoder_error(dir, "{\"a\": 0,\n \"b\": }"),
             p + ": malformed JSON (byte 16): parse error at line 2, column 7: syntax error while parsing value - "
                 "unexpected '}'; expected '[', '{', or a literal");
+  // nlohmann reports a number beyond a double's range as out_of_range, not as a parse error.
+  EXPECT_EQ(encoder_error(dir, R"({"a": 1e400})"), p + ": malformed JSON: number overflow parsing '1e400'");
   EXPECT_EQ(encoder_error(dir, "[0, 1]"), p + ": expected a JSON object mapping token strings to ids, got array");
   EXPECT_EQ(encoder_error(dir, "{}"), p + ": no tokens");
   EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": "1"})"),
