@@ -6,7 +6,8 @@ slightly broken ones, so the fuzzer starts from files that reach deep into each 
                 tensor, a header length past the end
   yaml_config   sparsity sections in every Cerebras form (sideband, 2.0-2.1, 2.2+ mapping, list,
                 {groups}, a bare number, trainer.init) and whole training configs (GPT, MLP)
-  idx           images (2x3x3) and labels (2), plain and gzip; truncated, trailing, int32 type
+  idx           images (2x3x3) and labels (2), plain and gzip (also stored, level 0); truncated,
+                trailing, int32 type
   gpt2_bpe      encoder.json, a NUL byte, vocab.bpe (the pair in one input); a bad merge
   text_corpus   tagged Brown lines, plain UTF-8 text; a token without a tag, invalid UTF-8
 
@@ -236,6 +237,8 @@ write("idx", "truncated", images[:-3])
 write("idx", "trailing", labels + b"\x00")
 write("idx", "int32", idx([1], [0, 0, 0, 5], type_byte=0x0C))
 write("idx", "truncated.gz", gzip.compress(images, mtime=0)[:-6])
+# Level 0 stores the IDX bytes as they are inside the gzip stream, so mutations reach the header.
+write("idx", "images.stored.gz", gzip.compress(images, compresslevel=0, mtime=0))
 
 # ---- GPT-2 BPE -----------------------------------------------------------------------------------
 
