@@ -1,5 +1,7 @@
 // IDX files: the input is a whole IDX file, plain or gzip-compressed, read from a scratch file by
-// read_idx_images and read_idx_labels (read_idx plus the magic check) with the default limit.
+// read_idx with the default limit and, when that succeeds, by read_idx_images and read_idx_labels
+// (read_idx plus the magic check). Opening the file costs more than the checks, so a file that
+// read_idx refuses is not read again.
 #include <cstdint>
 #include <string>
 
@@ -10,9 +12,9 @@
 namespace {
 
 // What the reader promises about an array it returns.
-void check_array(const sparsetrain::IdxArray& array, uint32_t magic) {
-  FUZZ_CHECK(array.magic == magic);
-  FUZZ_CHECK(array.dims.size() == (magic & 0xff));
+void check_array(const sparsetrain::IdxArray& array) {
+  FUZZ_CHECK((array.magic & 0xffffff00) == 0x00000800);
+  FUZZ_CHECK(array.dims.size() == (array.magic & 0xff));
   uint64_t elements = 1;
   for (int64_t d : array.dims) {
     FUZZ_CHECK(d >= 1);
@@ -28,11 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static const sparsetrain::fuzz::ScratchDir scratch;
   const std::string path = scratch.write("input.idx", sparsetrain::fuzz::as_text(data, size));
   try {
-    check_array(sparsetrain::read_idx_images(path), sparsetrain::kIdxImagesMagic);
+    check_array(sparsetrain::read_idx(path));
+  } catch (const sparsetrain::Error&) {
+    return 0;
+  }
+  try {
+    FUZZ_CHECK(sparsetrain::read_idx_images(path).magic == sparsetrain::kIdxImagesMagic);
   } catch (const sparsetrain::Error&) {
   }
   try {
-    check_array(sparsetrain::read_idx_labels(path), sparsetrain::kIdxLabelsMagic);
+    FUZZ_CHECK(sparsetrain::read_idx_labels(path).magic == sparsetrain::kIdxLabelsMagic);
   } catch (const sparsetrain::Error&) {
   }
   return 0;
