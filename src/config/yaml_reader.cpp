@@ -12,7 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <regex>
+#include <string_view>
 
 namespace sparsetrain::config {
 
@@ -98,15 +98,47 @@ YAML::Mark dash_of_empty_item(const std::string& text, const YAML::Mark& mark) {
   }
 }
 
-const std::regex& int_pattern() {
-  static const std::regex re("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
-  return re;
+// The core schema's int and float forms, matched by hand in one pass. (libstdc++'s std::regex
+// recurses once per character: a scalar of 50,000 digits overflowed the stack.)
+std::size_t count_digits(std::string_view s, std::size_t i, bool (*is_digit)(char)) {
+  std::size_t n = 0;
+  while (i + n < s.size() && is_digit(s[i + n])) ++n;
+  return n;
+}
+bool decimal(char c) { return c >= '0' && c <= '9'; }
+bool octal(char c) { return c >= '0' && c <= '7'; }
+bool hexadecimal(char c) { return decimal(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// [-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+
+bool is_int_text(std::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x'))
+    return count_digits(s, 2, s[1] == 'o' ? octal : hexadecimal) == s.size() - 2;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  return !s.empty() && count_digits(s, 0, decimal) == s.size();
 }
 
-const std::regex& float_pattern() {
-  static const std::regex re(
-      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
-  return re;
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? | [-+]?\.(inf|Inf|INF) | \.(nan|NaN|NAN)
+bool is_float_text(std::string_view s) {
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
+  std::size_t i = count_digits(s, 0, decimal);
+  if (i == 0) {  // \.[0-9]+
+    if (i == s.size() || s[i] != '.') return false;
+    const std::size_t fraction = count_digits(s, i + 1, decimal);
+    if (fraction == 0) return false;
+    i += 1 + fraction;
+  } else if (i < s.size() && s[i] == '.') {  // [0-9]+\.[0-9]*
+    i += 1 + count_digits(s, i + 1, decimal);
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    const std::size_t exponent = count_digits(s, i, decimal);
+    if (exponent == 0) return false;
+    i += exponent;
+  }
+  return i == s.size();
 }
 
 bool is_bool_text(const std::string& s) {
@@ -225,8 +257,8 @@ ScalarType Value::scalar_type() const {
   if (tag == "tag:yaml.org,2002:null") return ScalarType::Null;
   if (tag != "?") return ScalarType::String;  // quoted ("!"), !!str, or a tag of its own
   if (is_bool_text(s)) return ScalarType::Bool;
-  if (std::regex_match(s, int_pattern())) return ScalarType::Int;
-  if (std::regex_match(s, float_pattern())) return ScalarType::Float;
+  if (is_int_text(s)) return ScalarType::Int;
+  if (is_float_text(s)) return ScalarType::Float;
   return ScalarType::String;
 }
 

@@ -941,6 +941,14 @@ sparsity:
             "balanced selection cuts either rows or columns");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, balance_out_groups: 0}"),
             "cfg.yaml:1:47: sparsity.balance_out_groups: expected an integer >= 1 (a number of groups), got 0");
+  // Scalars of any length are typed without recursion (std::regex overflowed the stack here).
+  const std::string digits(200000, '7');
+  EXPECT_EQ(load_error(("sparsity: " + digits).c_str()),
+            "cfg.yaml:1:11: sparsity: expected a number in [0, 1) (static sparsity), got " + digits.substr(0, 57) +
+                "...");
+  EXPECT_EQ(load_error(("sparsity: 0." + digits + "e-" + digits).c_str()),
+            "cfg.yaml:1:11: sparsity: expected a number in [0, 1) (static sparsity), got 0." + digits.substr(0, 55) +
+                "...");
 }
 
 TEST(SparsityConfigErrors, AlgorithmKeyRules) {
