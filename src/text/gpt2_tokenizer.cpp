@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/npm_data.h"
 #include "core/utf8.h"
 
@@ -185,7 +186,7 @@ Gpt2Tokenizer Gpt2Tokenizer::from_text(std::string_view enc_text, std::string_vi
   for (const auto& [token, value] : doc.items()) {
     if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() >= static_cast<int64_t>(n))
       fail("{}: token {} has id {}, expected an integer in [0, {}) (ids must be 0..{} for {} tokens)", enc_name,
-           quote(token), value.dump(), n, n - 1, n);
+           quote(token), json_text(value), n, n - 1, n);
     const auto id = static_cast<std::size_t>(value.get<int64_t>());
     if (seen[id])
       fail("{}: id {} is given to both {} and {} (ids must be 0..{}, each exactly once)", enc_name, id,

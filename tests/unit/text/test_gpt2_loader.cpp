@@ -143,6 +143,9 @@ TEST(Gpt2Loader, RejectsBadEncoderJson) {
   EXPECT_EQ(encoder_error(dir, "{}"), p + ": no tokens");
   EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": "1"})"),
             p + ": token \"b\" has id \"1\", expected an integer in [0, 2) (ids must be 0..1 for 2 tokens)");
+  EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": )" + std::string(1000000, '[') + std::string(1000000, ']') + "}"),
+            p + ": token \"b\" has id a JSON array nested more than 16 deep, expected an integer in [0, 2) (ids must be "
+                "0..1 for 2 tokens)");
   EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": 2})"),
             p + ": token \"b\" has id 2, expected an integer in [0, 2) (ids must be 0..1 for 2 tokens)");
   EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": -1})"),
