@@ -68,34 +68,49 @@ bool starts_with_null_literal(const std::string& text, std::size_t pos) {
 }
 
 // yaml-cpp places an empty sequence item at the token after it; find the `-` that opened it,
-// walking back over blank space and comments. Any other token before it: keep the mark.
+// walking back over blank space and comments. Any other token before it: keep the mark. The walk
+// reads each line it passes once and never from the start of the text (counting lines from there
+// made a list of thousands of empty items take seconds); lines and columns are counted back from
+// the token's own mark.
 YAML::Mark dash_of_empty_item(const std::string& text, const YAML::Mark& mark) {
-  if (text.empty() || mark.pos < 0 || static_cast<std::size_t>(mark.pos) > text.size()) return mark;
+  if (text.empty() || mark.pos < 0 || static_cast<std::size_t>(mark.pos) > text.size() || mark.line < 0) return mark;
   const auto pos = static_cast<std::size_t>(mark.pos);
   if (pos < text.size() && starts_with_null_literal(text, pos)) return mark;
-  std::size_t end = pos;  // exclusive end of the part of the current line still to look at
-  while (true) {
-    const std::size_t line_start =
-        end == 0 ? 0 : (text.rfind('\n', end - 1) == std::string::npos ? 0 : text.rfind('\n', end - 1) + 1);
-    std::string line = text.substr(line_start, end - line_start);
-    for (std::size_t i = 0; i < line.size(); ++i)
-      if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
-        line.resize(i);
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  const auto dash_at = [](std::size_t at, int line, int column) {
+    YAML::Mark dash;
+    dash.pos = static_cast<int>(at);
+    dash.line = line;
+    dash.column = column;
+    return dash;
+  };
+  // The token's own line, back from the token: no comment comes before a token on its line.
+  std::size_t end = pos;
+  while (end > 0 && blank(text[end - 1])) --end;
+  if (end > 0 && text[end - 1] != '\n') {
+    if (text[end - 1] != '-') return mark;
+    return dash_at(end - 1, mark.line, mark.column - static_cast<int>(pos - (end - 1)));
+  }
+  // The lines before it, up to the first with more than blanks and a comment.
+  int line = mark.line;
+  while (end > 0) {
+    const std::size_t newline = end - 1;  // ends the line before
+    const std::size_t line_start = newline == 0 ? 0 : text.rfind('\n', newline - 1) + 1;  // npos + 1 == 0
+    --line;
+    std::string_view content(text.data() + line_start, newline - line_start);
+    for (std::size_t i = 0; i < content.size(); ++i)
+      if (content[i] == '#' && (i == 0 || content[i - 1] == ' ' || content[i - 1] == '\t')) {
+        content = content.substr(0, i);
         break;
       }
-    const std::size_t last = line.find_last_not_of(" \t\r\n");
-    if (last != std::string::npos) {
-      if (line[last] != '-') return mark;
-      YAML::Mark dash;
-      dash.pos = static_cast<int>(line_start + last);
-      dash.line =
-          static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
-      dash.column = static_cast<int>(last);
-      return dash;
+    const std::size_t last = content.find_last_not_of(" \t\r");
+    if (last != std::string_view::npos) {
+      if (content[last] != '-') return mark;
+      return dash_at(line_start + last, line, static_cast<int>(last));
     }
-    if (line_start == 0) return mark;
-    end = line_start - 1;
+    end = line_start;
   }
+  return mark;
 }
 
 // The core schema's int and float forms, matched by hand in one pass. (libstdc++'s std::regex
