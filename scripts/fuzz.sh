@@ -7,6 +7,10 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600 idx
 #
+# SPARSETRAIN_FUZZ_FLAGS adds libFuzzer flags, e.g. -len_control=0 to try long inputs from the
+# start (libFuzzer otherwise lets input lengths grow slowly); SPARSETRAIN_FUZZ_JOBS sets the build's
+# parallel jobs (default: all cores).
+#
 # `scripts/setup.sh --fuzz` installs clang and its libFuzzer and OpenMP runtimes besides the usual
 # dependencies. docs/reliability.md describes the targets.
 set -euo pipefail
@@ -21,6 +25,8 @@ build_dir=${SPARSETRAIN_FUZZ_BUILD_DIR:-build-fuzz}
 # Limits: inputs up to 64 KiB; one input may run 10 s and allocate 256 MB in one piece; the process
 # stays under 2 GB. A file that makes a reader allocate more than its size can justify fails here.
 fuzz_flags=(-max_len=65536 -timeout=10 -malloc_limit_mb=256 -rss_limit_mb=2048 -print_final_stats=1)
+read -r -a extra_flags <<<"${SPARSETRAIN_FUZZ_FLAGS:-}"
+fuzz_flags+=("${extra_flags[@]}")
 
 scripts/setup.sh --fuzz
 
