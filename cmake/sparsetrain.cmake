@@ -9,11 +9,23 @@ endif()
 if(SPARSETRAIN_NATIVE)
   target_compile_options(sparsetrain_options INTERFACE -march=native)
 endif()
+# Fuzzing builds every library with ASan, UBSan and libFuzzer's coverage instrumentation
+# (fuzzer-no-link: the libraries get no main); only the targets in fuzz/ link libFuzzer itself.
+# _GLIBCXX_ASSERTIONS turns out-of-range operator[] on standard containers into an abort that ASan
+# alone would miss when it stays inside the allocation.
+if(SPARSETRAIN_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "SPARSETRAIN_BUILD_FUZZERS needs clang for libFuzzer: configure a separate build "
+      "directory with CC=clang CXX=clang++ (scripts/fuzz.sh does)")
+  endif()
+  target_compile_options(sparsetrain_options INTERFACE -fsanitize=fuzzer-no-link)
+  target_compile_definitions(sparsetrain_options INTERFACE _GLIBCXX_ASSERTIONS)
+endif()
 set(_sanitizers "")
-if(SPARSETRAIN_SANITIZE_ADDRESS)
+if(SPARSETRAIN_SANITIZE_ADDRESS OR SPARSETRAIN_BUILD_FUZZERS)
   list(APPEND _sanitizers address)
 endif()
-if(SPARSETRAIN_SANITIZE_UNDEFINED)
+if(SPARSETRAIN_SANITIZE_UNDEFINED OR SPARSETRAIN_BUILD_FUZZERS)
   list(APPEND _sanitizers undefined)
 endif()
 if(_sanitizers)
@@ -26,8 +38,10 @@ endif()
 # ISA flags are set per source file, never globally, so the reference and lower-ISA paths stay
 # what they claim to be and the run-time cap can test each of them on one machine.
 set(SPARSETRAIN_AVX2_FLAGS -mavx2 -mfma -mno-avx512f)
-# -Wno-maybe-uninitialized: GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps).
-set(SPARSETRAIN_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -Wno-maybe-uninitialized)
+# -Wno-maybe-uninitialized: GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps);
+# clang (fuzz builds) has no such warning and would warn about the unknown option.
+set(SPARSETRAIN_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
+  $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
 
 function(sparsetrain_isa_sources isa)
   foreach(src IN LISTS ARGN)

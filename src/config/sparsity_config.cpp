@@ -656,17 +656,12 @@ std::optional<Found> find_unique(const Source& src, const YAML::Node& map, const
 }
 
 SparsityConfig read_document(const Source& src) {
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(src.text);
-  } catch (const YAML::Exception& e) {
-    throw Error(config::located(src, e.mark, e.msg));
-  }
-  if (documents.empty() || documents[0].IsNull()) return {};
-  if (documents.size() > 1)
-    throw Error(config::located(src, documents[1].Mark(),
-                                fmt::format("expected one YAML document, found {}", documents.size())));
-  const YAML::Node& root = documents[0];
+  const config::Documents documents = config::load_documents(src);
+  if (documents.count == 0 || documents.first.IsNull()) return {};
+  if (documents.count > 1)
+    throw Error(
+        config::located(src, documents.second, fmt::format("expected one YAML document, found {}", documents.count)));
+  const YAML::Node& root = documents.first;
   if (!root.IsMap()) {
     const Value r(root, "", src, root.Mark());
     throw Error(config::located(

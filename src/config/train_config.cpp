@@ -268,14 +268,9 @@ RunConfig read_run(const Value& v) {
 }
 
 TrainConfig read_train_document(const Source& src) {
-  YAML::Node root;
-  try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(src.text);
-    if (documents.size() != 1) fail("{}: expected one YAML document, found {}", src.file, documents.size());
-    root = documents[0];
-  } catch (const YAML::Exception& e) {
-    throw Error(config::located(src, e.mark, e.msg));
-  }
+  const config::Documents documents = config::load_documents(src);
+  if (documents.count != 1) fail("{}: expected one YAML document, found {}", src.file, documents.count);
+  const YAML::Node root = documents.first;
   const Value top(root, "", src, root.Mark());
   const std::vector<std::string> sections = {"model", "train_input", "eval_input", "optimizer", "sparsity", "runconfig"};
   const Mapping m(top, "a mapping of the sections model, train_input, eval_input, optimizer, sparsity, runconfig");
@@ -352,9 +347,10 @@ std::variant<TrainConfig, SparsityConfig> load_train_or_sparsity_file(const std:
   const std::string text = config::read_config_file(path);
   bool has_model = false;
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    has_model = documents.size() == 1 && documents[0].IsMap() && std::as_const(documents[0])["model"].IsDefined();
-  } catch (const YAML::Exception&) {
+    const config::Documents documents = config::load_documents(Source{path, text});
+    has_model =
+        documents.count == 1 && documents.first.IsMap() && std::as_const(documents.first)["model"].IsDefined();
+  } catch (const Error&) {
     // Not valid YAML: the sparsity loader says where.
   }
   if (has_model) return load_train_config_yaml(text, path);

@@ -1,5 +1,7 @@
 #include "config/yaml_reader.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -10,7 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <regex>
+#include <string_view>
 
 namespace sparsetrain::config {
 
@@ -25,6 +27,34 @@ std::string read_config_file(const std::string& path) {
 
 namespace {
 
+// Counts documents from the parser's events, keeping where each starts and where its value does.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;  // of each document
+  std::vector<YAML::Mark> values;  // of each document's value (its root node)
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& mark) {
+    if (values.size() < starts.size()) values.push_back(mark);
+  }
+};
+
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(),
@@ -38,45 +68,92 @@ bool starts_with_null_literal(const std::string& text, std::size_t pos) {
 }
 
 // yaml-cpp places an empty sequence item at the token after it; find the `-` that opened it,
-// walking back over blank space and comments. Any other token before it: keep the mark.
+// walking back over blank space and comments. Any other token before it: keep the mark. The walk
+// reads each line it passes once and never from the start of the text (counting lines from there
+// made a list of thousands of empty items take seconds); lines and columns are counted back from
+// the token's own mark.
 YAML::Mark dash_of_empty_item(const std::string& text, const YAML::Mark& mark) {
-  if (text.empty() || mark.pos < 0 || static_cast<std::size_t>(mark.pos) > text.size()) return mark;
+  if (text.empty() || mark.pos < 0 || static_cast<std::size_t>(mark.pos) > text.size() || mark.line < 0) return mark;
   const auto pos = static_cast<std::size_t>(mark.pos);
   if (pos < text.size() && starts_with_null_literal(text, pos)) return mark;
-  std::size_t end = pos;  // exclusive end of the part of the current line still to look at
-  while (true) {
-    const std::size_t line_start =
-        end == 0 ? 0 : (text.rfind('\n', end - 1) == std::string::npos ? 0 : text.rfind('\n', end - 1) + 1);
-    std::string line = text.substr(line_start, end - line_start);
-    for (std::size_t i = 0; i < line.size(); ++i)
-      if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
-        line.resize(i);
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  const auto dash_at = [](std::size_t at, int line, int column) {
+    YAML::Mark dash;
+    dash.pos = static_cast<int>(at);
+    dash.line = line;
+    dash.column = column;
+    return dash;
+  };
+  // The token's own line, back from the token: no comment comes before a token on its line.
+  std::size_t end = pos;
+  while (end > 0 && blank(text[end - 1])) --end;
+  if (end > 0 && text[end - 1] != '\n') {
+    if (text[end - 1] != '-') return mark;
+    return dash_at(end - 1, mark.line, mark.column - static_cast<int>(pos - (end - 1)));
+  }
+  // The lines before it, up to the first with more than blanks and a comment.
+  int line = mark.line;
+  while (end > 0) {
+    const std::size_t newline = end - 1;  // ends the line before
+    const std::size_t line_start = newline == 0 ? 0 : text.rfind('\n', newline - 1) + 1;  // npos + 1 == 0
+    --line;
+    std::string_view content(text.data() + line_start, newline - line_start);
+    for (std::size_t i = 0; i < content.size(); ++i)
+      if (content[i] == '#' && (i == 0 || content[i - 1] == ' ' || content[i - 1] == '\t')) {
+        content = content.substr(0, i);
         break;
       }
-    const std::size_t last = line.find_last_not_of(" \t\r\n");
-    if (last != std::string::npos) {
-      if (line[last] != '-') return mark;
-      YAML::Mark dash;
-      dash.pos = static_cast<int>(line_start + last);
-      dash.line =
-          static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
-      dash.column = static_cast<int>(last);
-      return dash;
+    const std::size_t last = content.find_last_not_of(" \t\r");
+    if (last != std::string_view::npos) {
+      if (content[last] != '-') return mark;
+      return dash_at(line_start + last, line, static_cast<int>(last));
     }
-    if (line_start == 0) return mark;
-    end = line_start - 1;
+    end = line_start;
   }
+  return mark;
 }
 
-const std::regex& int_pattern() {
-  static const std::regex re("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
-  return re;
+// The core schema's int and float forms, matched by hand in one pass. (libstdc++'s std::regex
+// recurses once per character: a scalar of 50,000 digits overflowed the stack.)
+std::size_t count_digits(std::string_view s, std::size_t i, bool (*is_digit)(char)) {
+  std::size_t n = 0;
+  while (i + n < s.size() && is_digit(s[i + n])) ++n;
+  return n;
+}
+bool decimal(char c) { return c >= '0' && c <= '9'; }
+bool octal(char c) { return c >= '0' && c <= '7'; }
+bool hexadecimal(char c) { return decimal(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// [-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+
+bool is_int_text(std::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x'))
+    return count_digits(s, 2, s[1] == 'o' ? octal : hexadecimal) == s.size() - 2;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  return !s.empty() && count_digits(s, 0, decimal) == s.size();
 }
 
-const std::regex& float_pattern() {
-  static const std::regex re(
-      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
-  return re;
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? | [-+]?\.(inf|Inf|INF) | \.(nan|NaN|NAN)
+bool is_float_text(std::string_view s) {
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
+  std::size_t i = count_digits(s, 0, decimal);
+  if (i == 0) {  // \.[0-9]+
+    if (i == s.size() || s[i] != '.') return false;
+    const std::size_t fraction = count_digits(s, i + 1, decimal);
+    if (fraction == 0) return false;
+    i += 1 + fraction;
+  } else if (i < s.size() && s[i] == '.') {  // [0-9]+\.[0-9]*
+    i += 1 + count_digits(s, i + 1, decimal);
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    const std::size_t exponent = count_digits(s, i, decimal);
+    if (exponent == 0) return false;
+    i += exponent;
+  }
+  return i == s.size();
 }
 
 bool is_bool_text(const std::string& s) {
@@ -140,6 +217,35 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return best_word.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best_word);
 }
 
+Documents load_documents(const Source& source) {
+  Documents documents;
+  try {
+    std::istringstream stream(source.text);
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    while (parser.HandleNextDocument(counter)) {
+      // A document that starts where the previous one did consumed nothing: the parser is stuck
+      // on a token no document can start with, and would report null documents forever.
+      const std::size_t n = counter.starts.size();
+      if (n >= 2 && counter.starts[n - 1].pos == counter.starts[n - 2].pos) {
+        const YAML::Mark& at = counter.starts[n - 1];
+        const bool known = at.pos >= 0 && static_cast<std::size_t>(at.pos) < source.text.size();
+        const char c = known ? source.text[static_cast<std::size_t>(at.pos)] : '?';
+        throw Error(located(source, at,
+                            c == ','
+                                ? std::string("unexpected ',' outside a flow collection ([...] or {...})")
+                                : fmt::format("unexpected '{}': expected a YAML value", std::string(1, c))));
+      }
+    }
+    documents.count = counter.starts.size();
+    if (counter.values.size() >= 2) documents.second = counter.values[1];
+    documents.first = YAML::Load(source.text);
+  } catch (const YAML::Exception& e) {
+    throw Error(located(source, e.mark, e.msg));
+  }
+  return documents;
+}
+
 Value::Value(YAML::Node node, std::string path, const Source& source, YAML::Mark mark)
     : node_(std::move(node)), path_(std::move(path)), source_(&source), mark_(mark) {}
 
@@ -166,8 +272,8 @@ ScalarType Value::scalar_type() const {
   if (tag == "tag:yaml.org,2002:null") return ScalarType::Null;
   if (tag != "?") return ScalarType::String;  // quoted ("!"), !!str, or a tag of its own
   if (is_bool_text(s)) return ScalarType::Bool;
-  if (std::regex_match(s, int_pattern())) return ScalarType::Int;
-  if (std::regex_match(s, float_pattern())) return ScalarType::Float;
+  if (is_int_text(s)) return ScalarType::Int;
+  if (is_float_text(s)) return ScalarType::Float;
   return ScalarType::String;
 }
 

