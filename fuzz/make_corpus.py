@@ -11,8 +11,10 @@ slightly broken ones, so the fuzzer starts from files that reach deep into each 
   gpt2_bpe      encoder.json, a NUL byte, vocab.bpe (the pair in one input); a bad merge
   text_corpus   tagged Brown lines, plain UTF-8 text; a token without a tag, invalid UTF-8
 
-Inputs that a fuzz run found crashing are kept next to these as regression-<what> files; this
-script leaves them alone. Run it from anywhere: python3 fuzz/make_corpus.py
+Inputs that once failed are kept next to these as regression-<what> files; those longer than a few
+KB go to fuzz/regression/<target>/ instead (a long seed sets libFuzzer's length limit and slows the
+whole run; scripts/fuzz.sh runs them once before fuzzing). This script leaves both alone. Run it
+from anywhere: python3 fuzz/make_corpus.py
 """
 import gzip
 import json

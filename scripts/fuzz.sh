@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ with clang, ASan and UBSan into build-fuzz/, and runs each
-# for SECONDS (default 60) on a scratch copy of its seed corpus (fuzz/corpus/<target>, never
-# grown). Prints one line per target and exits non-zero when any target finds a crash, leak,
+# Builds the libFuzzer targets of fuzz/ with clang, ASan and UBSan into build-fuzz/, runs each once
+# on its long regression inputs (fuzz/regression/<target>) and then for SECONDS (default 60) on a
+# scratch copy of its seed corpus (fuzz/corpus/<target>, never grown). Prints one line per target and exits non-zero when any target finds a crash, leak,
 # timeout, allocation over the limit or sanitizer report; the reproducer and the log stay in the
 # scratch directory (printed), e.g. build-fuzz/runs/<target>/crash-<sha1>.
 #
@@ -54,8 +54,18 @@ for t in "${targets[@]}"; do
   [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
   start=$(date +%s)
   rc=0
-  TMPDIR="$PWD/$run/tmp" "$exe" "${fuzz_flags[@]}" "${dict[@]}" -max_total_time="$seconds" \
-    -artifact_prefix="$run/" "$run/corpus" >"$run/log" 2>&1 || rc=$?
+  # Inputs that once failed but are too long to seed (they would set libFuzzer's length limit and
+  # slow the whole run): each runs once, under the same limits, before the fuzzing.
+  regressions=()
+  [ -d "fuzz/regression/$t" ] && regressions=(fuzz/regression/"$t"/*)
+  if [ ${#regressions[@]} -gt 0 ]; then
+    TMPDIR="$PWD/$run/tmp" "$exe" "${fuzz_flags[@]}" -artifact_prefix="$run/" "${regressions[@]}" \
+      >"$run/log" 2>&1 || rc=$?
+  fi
+  if [ "$rc" -eq 0 ]; then
+    TMPDIR="$PWD/$run/tmp" "$exe" "${fuzz_flags[@]}" "${dict[@]}" -max_total_time="$seconds" \
+      -artifact_prefix="$run/" "$run/corpus" >>"$run/log" 2>&1 || rc=$?
+  fi
   elapsed=$(( $(date +%s) - start ))
   # The final stats, or after a failure the last status line (#<executions> ...).
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$run/log" | tail -n 1)
