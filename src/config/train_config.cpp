@@ -56,7 +56,7 @@ const std::vector<std::string> kGptKeys = {"name",        "vocab_size",         
                                            "n_head",      "n_embd",             "layer_norm_epsilon",
                                            "initializer_range", "sparse_init"};
 const std::vector<std::string> kMlpKeys = {"name",       "input_size", "hidden_sizes", "num_classes", "activation",
-                                           "output_activation", "loss", "dropout", "sparse_init"};
+                                           "output_activation", "loss", "dropout", "sparse_init", "initializer_range"};
 
 std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, SparseInit& sparse_init) {
   const Mapping probe(v, "a mapping with 'name: gpt' or 'name: mlp'");
@@ -91,6 +91,7 @@ std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, 
       if (e.key == "input_size") c.inputs = int_at_least(x, 1);
       if (e.key == "num_classes") c.classes = int_at_least(x, 2);
       if (e.key == "dropout") c.dropout = number_in(x, 0.0, 1.0, true, "a number in [0, 1)");
+      if (e.key == "initializer_range") c.init_std = number_in(x, 0.0, 1e6, false, "a number >= 0");
       if (e.key == "activation")
         c.activation = config::at_value(x, [&] { return parse_activation(x.as_string("an activation"), "activation"); });
       if (e.key == "output_activation")
@@ -197,7 +198,8 @@ LrSchedule read_learning_rate(const Value& v) {
 
 OptimizerConfig read_optimizer(const Value& v) {
   const std::vector<std::string> keys = {"optimizer_type", "learning_rate", "weight_decay", "betas",  "eps",
-                                         "momentum",       "nesterov",      "dampening",    "max_gradient_norm"};
+                                         "momentum",       "nesterov",      "dampening",    "max_gradient_norm",
+                                         "decoupled_weight_decay"};
   const Mapping m = section(v, keys, "a mapping");
   OptimizerConfig o;
   if (const std::optional<Value> t = m.get("optimizer_type")) {
@@ -210,7 +212,8 @@ OptimizerConfig read_optimizer(const Value& v) {
   for (const Mapping::Entry& e : m.entries()) {
     const Value& x = e.value;
     const bool adam_only = e.key == "betas" || e.key == "eps";
-    const bool sgd_only = e.key == "momentum" || e.key == "nesterov" || e.key == "dampening";
+    const bool sgd_only =
+        e.key == "momentum" || e.key == "nesterov" || e.key == "dampening" || e.key == "decoupled_weight_decay";
     if ((adam_only && !adam) || (sgd_only && adam))
       e.key_value.fail(fmt::format("'{}' does not apply to the {} optimizer", e.key, o.type));
     if (e.key == "learning_rate") o.learning_rate = read_learning_rate(x);
@@ -229,6 +232,7 @@ OptimizerConfig read_optimizer(const Value& v) {
     if (e.key == "momentum") o.sgd.momentum = number_in(x, 0.0, 1.0, false, "a number in [0, 1]");
     if (e.key == "dampening") o.sgd.dampening = number_in(x, 0.0, 1.0, false, "a number in [0, 1]");
     if (e.key == "nesterov") o.sgd.nesterov = x.as_bool("true or false");
+    if (e.key == "decoupled_weight_decay") o.sgd.decoupled_weight_decay = x.as_bool("true or false");
     if (e.key == "max_gradient_norm") o.max_gradient_norm = number_in(x, 0.0, 1e30, false, "a number >= 0");
   }
   if (!m.has("learning_rate")) v.fail("missing key 'learning_rate'");

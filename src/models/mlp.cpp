@@ -16,10 +16,18 @@ namespace sparsetrain {
 MlpLoss parse_mlp_loss(const std::string& text, const std::string& source) {
   if (text == "cross_entropy") return MlpLoss::CrossEntropy;
   if (text == "mse") return MlpLoss::Mse;
-  fail("{}: unknown loss '{}'; expected cross_entropy or mse", source, text);
+  if (text == "set_mse") return MlpLoss::SetMse;
+  fail("{}: unknown loss '{}'; expected cross_entropy, mse or set_mse", source, text);
 }
 
-const char* mlp_loss_name(MlpLoss loss) { return loss == MlpLoss::CrossEntropy ? "cross_entropy" : "mse"; }
+const char* mlp_loss_name(MlpLoss loss) {
+  switch (loss) {
+    case MlpLoss::CrossEntropy: return "cross_entropy";
+    case MlpLoss::Mse: return "mse";
+    case MlpLoss::SetMse: return "set_mse";
+  }
+  return "?";
+}
 
 void MlpConfig::validate() const {
   if (inputs < 1) fail("mlp model: 'input_size' must be >= 1, got {}", inputs);
@@ -31,6 +39,10 @@ void MlpConfig::validate() const {
   if (loss == MlpLoss::CrossEntropy && output_activation != Activation::None)
     fail("mlp model: 'output_activation' {} with the cross_entropy loss, which applies its own softmax; use none",
          activation_name(output_activation));
+  if (loss == MlpLoss::SetMse && output_activation != Activation::Sigmoid)
+    fail("mlp model: the set_mse loss needs 'output_activation' sigmoid, got {}", activation_name(output_activation));
+  if (!(init_std >= 0.0) || !std::isfinite(init_std))
+    fail("mlp model: 'initializer_range' must be a finite number >= 0, got {}", init_std);
 }
 
 Mlp::Mlp(const MlpConfig& config) : Model("MLP"), config_(config) {
@@ -51,16 +63,40 @@ std::string Mlp::describe() const {
 }
 
 void Mlp::init_weights(uint64_t seed) {
+  const double stddev = config_.init_std;
   for (Linear* layer : layers_) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(layer->in_features()));
     for (Parameter* p : {&layer->weight(), layer->bias()}) {
       const Philox rng(seed, p->name());
+      const bool is_bias = p != &layer->weight();
       auto v = p->values();
-      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(bound * (2.0 * rng.uniform(i) - 1.0));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (stddev == 0.0) {
+          v[i] = static_cast<float>(bound * (2.0 * rng.uniform(i) - 1.0));
+        } else {
+          v[i] = is_bias ? 0.0f : static_cast<float>(stddev * rng.normal(i));
+        }
+      }
       p->values_changed();
     }
   }
 }
+
+namespace {
+
+// Turns mse_onehot's gradient 2 (out - onehot) / (rows * classes) into the SET reference code's
+// pre-activation delta (out - onehot) / rows * s(out) * (1 - s(out)).
+void set_reference_output_delta(const Matrix& out, Matrix& grad) {
+  const float to_row_mean = static_cast<float>(out.cols()) / 2.0f;
+  const float* y = out.data();
+  float* g = grad.data();
+  for (int64_t i = 0; i < out.size(); ++i) {
+    const float s = 1.0f / (1.0f + std::exp(-y[i]));
+    g[i] = g[i] * to_row_mean * (s * (1.0f - s));
+  }
+}
+
+}  // namespace
 
 LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_t step) {
   const int64_t rows = batch.rows;
@@ -109,6 +145,7 @@ LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_
   const LossResult result = config_.loss == MlpLoss::CrossEntropy
                                 ? softmax_cross_entropy(post_.back(), batch.targets, grad)
                                 : mse_onehot(post_.back(), batch.targets, grad);
+  if (training && config_.loss == MlpLoss::SetMse) set_reference_output_delta(post_.back(), grad_out_);
   ready_for_backward_ = training;
   return result;
 }
@@ -127,7 +164,9 @@ void Mlp::backward() {
     const bool hidden = i + 1 < layers_.size();
     if (hidden && dropped_last_) dropout_backward(static_cast<float>(config_.dropout), keep_[i].data(), dy, dy);
     const Activation act = hidden ? config_.activation : config_.output_activation;
-    activation_backward(act, pre_[i].data(), post_[i].data(), dy.data, dy.data, dy.rows * dy.cols);
+    // set_mse's gradient already is the output layer's pre-activation gradient.
+    if (hidden || config_.loss != MlpLoss::SetMse)
+      activation_backward(act, pre_[i].data(), post_[i].data(), dy.data, dy.data, dy.rows * dy.cols);
     if (i == 0) {
       layers_[0]->backward(dy, MatrixView{});
       break;

@@ -2,6 +2,10 @@
 // MLP classifier: Linear layers named layers.0, layers.1, ... (layers.{i}.weight [out x in],
 // layers.{i}.bias [out]) with an activation and dropout after every hidden layer, an optional
 // output activation, and softmax cross-entropy or MSE (against one-hot labels) as the loss.
+// `set_mse` is the SET reference code's (Mocanu et al. 2018) MSE, kept to reproduce its results:
+// the output gradient is (out - onehot) / rows * s(out) * (1 - s(out)), s the sigmoid — the
+// sigmoid's derivative taken at its output rather than its input — so saturated wrong outputs keep
+// learning. It reports the same loss value as `mse`.
 //
 //   h_0 = x;  h_{i+1} = dropout(act(layers.i(h_i)))   for the hidden layers
 //   out = output_act(layers.last(h_L));  loss(out, labels)
@@ -16,8 +20,8 @@
 
 namespace sparsetrain {
 
-enum class MlpLoss { CrossEntropy, Mse };
-MlpLoss parse_mlp_loss(const std::string& text, const std::string& source);  // "cross_entropy", "mse"
+enum class MlpLoss { CrossEntropy, Mse, SetMse };
+MlpLoss parse_mlp_loss(const std::string& text, const std::string& source);  // "cross_entropy", "mse", "set_mse"
 const char* mlp_loss_name(MlpLoss loss);
 
 struct MlpConfig {
@@ -28,6 +32,9 @@ struct MlpConfig {
   Activation output_activation = Activation::None;  // e.g. sigmoid with MSE (the SET paper)
   MlpLoss loss = MlpLoss::CrossEntropy;
   double dropout = 0.0;  // after every hidden activation, in [0, 1)
+  // 0: torch.nn.Linear's default initialization; > 0: weights N(0, init_std^2), biases 0 (the SET
+  // reference code's randn / 10 is 0.1).
+  double init_std = 0.0;
 
   // Throws an Error naming the first field out of range or the contradiction (cross-entropy
   // applies its own softmax: an output activation with it is refused).
@@ -39,7 +46,7 @@ class Mlp : public Model {
   explicit Mlp(const MlpConfig& config);
 
   const MlpConfig& config() const { return config_; }
-  // torch.nn.Linear's default: weights and biases uniform in +-1/sqrt(in).
+  // torch.nn.Linear's default: weights and biases uniform in +-1/sqrt(in); see init_std.
   void init_weights(uint64_t seed) override;
   // batch.inputs [rows x inputs], batch.targets [rows] class labels.
   LossResult forward(const Batch& batch, bool training, uint64_t seed, int64_t step) override;

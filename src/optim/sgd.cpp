@@ -10,12 +10,16 @@ namespace {
 
 // The element loop, with the options as template arguments so each variant is a branch-free
 // loop. The statements follow PyTorch's _single_tensor_sgd; each line is one of its tensor ops.
-template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
-void sgd_range(float* p, const float* g, float* buf, float weight_decay, float momentum, float keep, float neg_lr,
-               std::size_t begin, std::size_t end) {
+enum class Decay { None, Coupled, Decoupled };
+
+// `shrink` is 1 - lr * weight_decay, used by Decay::Decoupled only.
+template <Decay kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+void sgd_range(float* p, const float* g, float* buf, float weight_decay, float shrink, float momentum, float keep,
+               float neg_lr, std::size_t begin, std::size_t end) {
   for (std::size_t i = begin; i < end; ++i) {
     float d = g[i];
-    if constexpr (kDecay) d = d + weight_decay * p[i];  // grad.add(param, alpha=weight_decay)
+    if constexpr (kDecay == Decay::Coupled) d = d + weight_decay * p[i];  // grad.add(param, alpha=weight_decay)
+    if constexpr (kDecay == Decay::Decoupled) p[i] = p[i] * shrink;       // param.mul_(1 - lr * weight_decay)
     if constexpr (kMomentum) {
       float b;
       if constexpr (kFirst) {
@@ -35,9 +39,9 @@ void sgd_range(float* p, const float* g, float* buf, float weight_decay, float m
   }
 }
 
-using RangeFn = void (*)(float*, const float*, float*, float, float, float, float, std::size_t, std::size_t);
+using RangeFn = void (*)(float*, const float*, float*, float, float, float, float, float, std::size_t, std::size_t);
 
-template <bool kDecay>
+template <Decay kDecay>
 RangeFn pick(bool momentum, bool first, bool nesterov) {
   if (!momentum) return sgd_range<kDecay, false, false, false>;
   if (first) return nesterov ? sgd_range<kDecay, true, true, true> : sgd_range<kDecay, true, true, false>;
@@ -66,7 +70,9 @@ std::vector<std::string> Sgd::state_keys() const {
 
 void Sgd::update(Parameter& p, double lr, int64_t step) {
   const bool momentum = options_.momentum != 0.0;
-  const bool decay = options_.weight_decay != 0.0;
+  const Decay decay = options_.weight_decay == 0.0         ? Decay::None
+                      : options_.decoupled_weight_decay ? Decay::Decoupled
+                                                        : Decay::Coupled;
   float* values = p.values().data();
   const float* grad = p.grad().data();
   float* buf = momentum ? p.state("momentum").data() : nullptr;
@@ -74,10 +80,14 @@ void Sgd::update(Parameter& p, double lr, int64_t step) {
   const auto m = static_cast<float>(options_.momentum);
   const auto keep = static_cast<float>(1.0 - options_.dampening);
   const auto neg_lr = static_cast<float>(-lr);
-  const RangeFn range =
-      decay ? pick<true>(momentum, step == 1, options_.nesterov) : pick<false>(momentum, step == 1, options_.nesterov);
-  for_ranges(p.values().size(),
-             [&](std::size_t begin, std::size_t end) { range(values, grad, buf, wd, m, keep, neg_lr, begin, end); });
+  const auto shrink = static_cast<float>(1.0 - lr * options_.weight_decay);
+  const bool first = step == 1;
+  const RangeFn range = decay == Decay::None       ? pick<Decay::None>(momentum, first, options_.nesterov)
+                        : decay == Decay::Coupled ? pick<Decay::Coupled>(momentum, first, options_.nesterov)
+                                                  : pick<Decay::Decoupled>(momentum, first, options_.nesterov);
+  for_ranges(p.values().size(), [&](std::size_t begin, std::size_t end) {
+    range(values, grad, buf, wd, shrink, m, keep, neg_lr, begin, end);
+  });
 }
 
 }  // namespace sparsetrain

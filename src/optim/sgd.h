@@ -2,6 +2,7 @@
 // Stochastic gradient descent with momentum, PyTorch's torch.optim.SGD (maximize=False):
 //
 //   d = g + weight_decay * p                          (L2 added to the gradient, when != 0)
+//   p = p * (1 - lr * weight_decay)                   (instead, with decoupled_weight_decay)
 //   buf = d                                           at optimizer step 1
 //   buf = momentum * buf + (1 - dampening) * d        after                 (when momentum != 0)
 //   d = d + momentum * buf   (nesterov)   or   d = buf
@@ -20,7 +21,10 @@ namespace sparsetrain {
 struct SgdOptions {
   double momentum = 0.0;      // >= 0
   double dampening = 0.0;     // in [0, 1]
-  double weight_decay = 0.0;  // >= 0, L2 (coupled)
+  double weight_decay = 0.0;  // >= 0, L2 (coupled) unless decoupled_weight_decay
+  // The decay shrinks the weights directly, outside the gradient and the momentum, as in AdamW
+  // (torch.optim.Adam's flag of this name) and in the SET reference code's `w -= decay * w`.
+  bool decoupled_weight_decay = false;
   bool nesterov = false;      // needs momentum > 0 and dampening == 0
 };
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "error_of.h"
 #include "core/philox.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
@@ -17,6 +18,8 @@
 
 namespace sparsetrain {
 namespace {
+
+using testing::error_of;
 
 // Probes up to `per_tensor` trainable values of every parameter.
 void check_gradients(Model& model, const Batch& batch, int per_tensor, double tolerance) {
@@ -255,6 +258,78 @@ TEST(MlpConfig, RefusesContradictions) {
   c = MlpConfig{};
   c.dropout = 1.0;
   EXPECT_THROW(Mlp{c}, Error);
+  c = MlpConfig{};
+  c.loss = MlpLoss::SetMse;  // without a sigmoid output
+  EXPECT_NE(error_of([&] { Mlp{c}; }).find("set_mse loss needs 'output_activation' sigmoid"), std::string::npos);
+  c.output_activation = Activation::Sigmoid;
+  c.init_std = -0.1;
+  EXPECT_NE(error_of([&] { Mlp{c}; }).find("'initializer_range'"), std::string::npos);
+}
+
+// set_mse: the output layer's gradients follow the SET reference code's delta
+// (out - onehot) / rows * s(out) * (1 - s(out)), computed here in float64 from the weights.
+TEST(MlpSetMse, OutputLayerGradientsFollowTheReferenceDelta) {
+  MlpConfig config;
+  config.inputs = 9;
+  config.hidden = {11};
+  config.classes = 5;
+  config.output_activation = Activation::Sigmoid;
+  config.loss = MlpLoss::SetMse;
+  Mlp mlp(config);
+  mlp.init_weights(5);
+  const Batch batch = image_batch(7, 9, 5);
+  for (Parameter* q : mlp.parameters()) q->zero_grad();
+  const double loss = mlp.forward(batch, true, 0, 1).loss;
+  mlp.backward();
+
+  const std::vector<Parameter*> p = mlp.parameters();  // layers.0.weight, .bias, layers.1.weight, .bias
+  const Matrix w0 = p[0]->to_dense(), b0 = p[1]->to_dense(), w1 = p[2]->to_dense(), b1 = p[3]->to_dense();
+  std::vector<double> want_w1(5 * 11, 0.0), want_b1(5, 0.0);
+  double want_loss = 0.0;
+  for (int64_t r = 0; r < 7; ++r) {
+    std::vector<double> h(11);
+    for (int64_t j = 0; j < 11; ++j) {
+      double a = b0.data()[j];
+      for (int64_t k = 0; k < 9; ++k) a += static_cast<double>(w0.at(j, k)) * batch.inputs.at(r, k);
+      h[static_cast<std::size_t>(j)] = std::max(a, 0.0);
+    }
+    for (int64_t c = 0; c < 5; ++c) {
+      double z = b1.data()[c];
+      for (int64_t j = 0; j < 11; ++j) z += static_cast<double>(w1.at(c, j)) * h[static_cast<std::size_t>(j)];
+      const double out = 1.0 / (1.0 + std::exp(-z));
+      const double diff = out - (batch.targets[static_cast<std::size_t>(r)] == c ? 1.0 : 0.0);
+      const double s = 1.0 / (1.0 + std::exp(-out));
+      const double delta = diff / 7.0 * s * (1.0 - s);
+      want_loss += diff * diff / 35.0;
+      want_b1[static_cast<std::size_t>(c)] += delta;
+      for (int64_t j = 0; j < 11; ++j) want_w1[static_cast<std::size_t>(c * 11 + j)] += delta * h[static_cast<std::size_t>(j)];
+    }
+  }
+  EXPECT_NEAR(loss, want_loss, 1e-5 * want_loss);
+  for (std::size_t i = 0; i < want_b1.size(); ++i) EXPECT_NEAR(p[3]->grad()[i], want_b1[i], 1e-6) << "bias " << i;
+  for (std::size_t i = 0; i < want_w1.size(); ++i) EXPECT_NEAR(p[2]->grad()[i], want_w1[i], 1e-6) << "weight " << i;
+  double first_layer = 0.0;
+  for (float g : p[0]->grad()) first_layer += std::abs(g);
+  EXPECT_GT(first_layer, 0.0) << "the delta reaches the first layer";
+}
+
+// initializer_range: weights N(0, std^2) (sample moments of 20,000 draws), biases 0.
+TEST(MlpInit, InitStdDrawsNormalWeightsAndZeroBiases) {
+  MlpConfig config;
+  config.inputs = 200;
+  config.hidden = {100};
+  config.classes = 3;
+  config.init_std = 0.1;
+  Mlp mlp(config);
+  mlp.init_weights(11);
+  const std::vector<Parameter*> p = mlp.parameters();
+  double sum = 0.0, squares = 0.0;
+  for (float v : p[0]->values()) sum += v, squares += static_cast<double>(v) * v;
+  const double n = static_cast<double>(p[0]->values().size());
+  EXPECT_NEAR(sum / n, 0.0, 0.003);
+  EXPECT_NEAR(std::sqrt(squares / n), 0.1, 0.002);
+  for (float v : p[1]->values()) EXPECT_EQ(v, 0.0f);
+  for (float v : p[3]->values()) EXPECT_EQ(v, 0.0f);
 }
 
 TEST(MlpOutputs, ExistOnlyAfterAForward) {

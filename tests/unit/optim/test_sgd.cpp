@@ -16,10 +16,10 @@ namespace {
 using optim_test::uniform;
 using testing::error_of;
 
-// PyTorch's _single_tensor_sgd in double.
+// PyTorch's _single_tensor_sgd in double; decoupled decay shrinks p first, as AdamW does.
 struct SgdReference {
   double momentum, dampening, weight_decay;
-  bool nesterov;
+  bool nesterov, decoupled;
   std::vector<double> p, buf;
   int64_t steps = 0;
 
@@ -27,7 +27,12 @@ struct SgdReference {
     ++steps;
     if (buf.empty()) buf.assign(p.size(), 0.0);
     for (std::size_t i = 0; i < p.size(); ++i) {
-      double d = g[i] + weight_decay * p[i];
+      double d = g[i];
+      if (decoupled) {
+        p[i] *= 1.0 - lr * weight_decay;
+      } else {
+        d += weight_decay * p[i];
+      }
       if (momentum != 0.0) {
         buf[i] = steps == 1 ? d : momentum * buf[i] + (1.0 - dampening) * d;
         d = nesterov ? d + momentum * buf[i] : buf[i];
@@ -91,6 +96,15 @@ TEST(Sgd, WeightDecayByHand) {
   expect_values(scalar_run(1.0f, 0.1, {.weight_decay = 0.1}, 3), {0.89, 0.7811, 0.673289});
 }
 
+TEST(Sgd, DecoupledWeightDecayByHand) {
+  // p = p * (1 - 0.1 * 0.5) - 0.1 * buf with buf = 1, 1.9: 0.95 - 0.1 = 0.85, 0.8075 - 0.19 = 0.6175.
+  expect_values(scalar_run(1.0f, 0.1, {.momentum = 0.9, .weight_decay = 0.5, .decoupled_weight_decay = true}, 2),
+                {0.85, 0.6175});
+  // The decay stays out of the momentum: with a zero gradient the weight only shrinks.
+  expect_values(scalar_run(2.0f, 0.1, {.momentum = 0.9, .weight_decay = 0.5, .decoupled_weight_decay = true}, 2, 0.0f),
+                {1.9, 1.805});
+}
+
 TEST(Sgd, MatchesAFloat64ReferenceOverSeveralSteps) {
   struct Case {
     const char* name;
@@ -104,12 +118,15 @@ TEST(Sgd, MatchesAFloat64ReferenceOverSeveralSteps) {
       {"weight decay", {.weight_decay = 0.05}},
       {"all", {.momentum = 0.7, .dampening = 0.1, .weight_decay = 0.02}},
       {"nesterov + weight decay", {.momentum = 0.9, .weight_decay = 0.01, .nesterov = true}},
+      {"decoupled weight decay", {.momentum = 0.9, .weight_decay = 0.3, .decoupled_weight_decay = true}},
+      {"decoupled, no momentum", {.weight_decay = 0.3, .decoupled_weight_decay = true}},
   };
   const LrSchedule schedule = LrSchedule::warmup_cosine(0.2, 2, 7, 0.01);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     Parameter p("w", {3, 4});
-    SgdReference ref{c.options.momentum, c.options.dampening, c.options.weight_decay, c.options.nesterov, {}, {}};
+    SgdReference ref{c.options.momentum, c.options.dampening,     c.options.weight_decay,
+                     c.options.nesterov, c.options.decoupled_weight_decay, {}, {}};
     for (std::size_t i = 0; i < 12; ++i) {
       p.values()[i] = uniform(1, "p", i, 2.0f);
       ref.p.push_back(p.values()[i]);

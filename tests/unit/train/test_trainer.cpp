@@ -539,6 +539,34 @@ TEST(TrainConfig, SparseInitIsScaledUnlessSaidOtherwise) {
   }
 }
 
+TEST(TrainConfig, SetReferenceKeysAreRead) {
+  const std::string rest = "train_input: {data: fashion_mnist}\nrunconfig: {num_epochs: 1}\n";
+  const TrainConfig c = load_train_config_yaml(
+      "model: {name: mlp, output_activation: sigmoid, loss: set_mse, initializer_range: 0.1}\n"
+      "optimizer: {optimizer_type: sgd, learning_rate: 0.05, weight_decay: 0.004, decoupled_weight_decay: true}\n" +
+          rest,
+      "a.yaml");
+  const MlpConfig& mlp = std::get<MlpConfig>(c.model);
+  EXPECT_EQ(mlp.loss, MlpLoss::SetMse);
+  EXPECT_EQ(mlp.init_std, 0.1);
+  EXPECT_TRUE(c.optimizer.sgd.decoupled_weight_decay);
+  EXPECT_EQ(c.optimizer.sgd.weight_decay, 0.004);
+  const auto error = [&](const std::string& head) {
+    try {
+      load_train_config_yaml(head + rest, "b.yaml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error("model: {name: mlp, loss: set_mse}\noptimizer: {learning_rate: 0.1}\n"),
+              HasSubstr("set_mse loss needs 'output_activation' sigmoid"));
+  EXPECT_THAT(error("model: {name: mlp}\noptimizer: {learning_rate: 0.1, decoupled_weight_decay: true}\n"),
+              HasSubstr("'decoupled_weight_decay' does not apply to the adamw optimizer"));
+  EXPECT_THAT(error("model: {name: mlp, initializer_range: -1}\noptimizer: {learning_rate: 0.1}\n"),
+              HasSubstr("b.yaml:1:"));
+}
+
 TEST(TrainConfig, ErrorsNameFileLineAndKey) {
   const std::string yaml =
       "model: {name: gpt}\ntrain_input: {data: brown}\noptimizer:\n  optimizer_type: adamw\n  learning_rat: 0.1\n"
