@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -33,7 +34,8 @@ void print_group(std::size_t index, const AlgorithmSpec& spec) {
   fmt::print("  {:<14} {}\n", "update", describe_update(spec));
   if (spec.drop_fraction) fmt::print("  {:<14} {}\n", "drop_fraction", spec.drop_fraction->describe());
   fmt::print("  {:<14} {}\n", "param_filter", o.filter.describe());
-  fmt::print("  {:<14} {} (seed {})\n", "init_method", init_method_name(o.init_method), o.seed);
+  fmt::print("  {:<14} {} (seed {})\n", "init_method", init_method_name(o.init_method),
+             o.seed ? std::to_string(*o.seed) : std::string("of the run"));
   fmt::print("  {:<14} {}\n", "distribution", distribution_name(o.distribution));
   fmt::print("  {:<14} {}\n", "storage", describe_storage(o));
   if (o.balance_out_groups) fmt::print("  {:<14} {} output groups\n", "balanced", *o.balance_out_groups);

@@ -104,7 +104,10 @@ Mask SparsityAlgorithm::initial_mask(Parameter& p, double level, const FormatSpe
 }
 
 Matrix SparsityAlgorithm::random_scores(const Parameter& p, uint64_t stream) const {
-  const Philox rng(options_.seed, p.name(), stream);
+  // The "sparsity:" prefix keeps these draws apart from the weight initialization's, which is
+  // keyed by the parameter name alone: with equal seeds, top-k of the same uniforms would keep
+  // exactly the largest initial weights.
+  const Philox rng(options_.seed.value_or(0), "sparsity:" + p.name(), stream);
   Matrix score(p.rows(), p.cols());
   for (int64_t i = 0; i < score.size(); ++i) score.data()[i] = rng.uniform(static_cast<uint64_t>(i));
   return score;

@@ -43,7 +43,9 @@ inline constexpr double kAutoCompressLevel = 0.7;
 struct SparsityOptions {
   ParamFilter filter = ParamFilter::default_filter();
   InitMethod init_method = InitMethod::Random;
-  uint64_t seed = 0;
+  // Keys the random draws with the parameter's name. Unset: the training run's seed (runconfig.seed
+  // or --seed; train/setup.cpp), else 0.
+  std::optional<uint64_t> seed;
   Distribution distribution = Distribution::Uniform;
   std::map<std::string, double> overrides;  // parameter name -> fixed level
   // Format of compressed parameters; none keeps them masked-dense. Non-matrix parameters and

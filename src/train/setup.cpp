@@ -37,7 +37,11 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
   }
   s.model->init_weights(seed);
   if (apply_sparsity && c.sparsity.form != ConfigForm::None) {
-    s.sparsity = c.sparsity.build();
+    // Groups without their own seed draw their masks from the run's, so --seed varies them too.
+    SparsityConfig sparsity = c.sparsity;
+    for (AlgorithmSpec& group : sparsity.groups)
+      if (!group.options.seed) group.options.seed = seed;
+    s.sparsity = sparsity.build();
     s.sparsity->apply(*s.model);
     apply_sparse_init(*s.model, c.sparse_init);
   }

@@ -142,7 +142,7 @@ std::string describe(const AlgorithmSpec& s) {
       "balance out {} in {} | {} | extra{}",
       s.algorithm, s.sparsity.describe(), s.update ? s.update->describe() : "none",
       s.drop_fraction ? s.drop_fraction->describe() : "none", o.filter.describe(), init_method_name(o.init_method),
-      o.seed, distribution_name(o.distribution), overrides,
+      o.seed ? std::to_string(*o.seed) : std::string("run"), distribution_name(o.distribution), overrides,
       o.auto_format ? "auto"
       : o.format    ? o.format->name()
                     : "none",
@@ -187,7 +187,7 @@ TEST(SparsityConfig, DescribePinsEveryField) {
   s.extra["k"] = "v";
   EXPECT_EQ(describe(s),
             "rigl | sparsity constant(0.9) | update every 100 steps from 0 to 3584 (exclusive) | drop "
-            "cosine(init=0.3, half_period=3584, minimum=0) | filter globs(a.*) | init random | seed 0 | uniform | "
+            "cosine(init=0.3, half_period=3584, minimum=0) | filter globs(a.*) | init random | seed run | uniform | "
             "overrides a.weight=0.5 | format 2:4 | balance out - in 2 | truncate | extra k=v");
 }
 

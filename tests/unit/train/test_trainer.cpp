@@ -539,6 +539,37 @@ TEST(TrainConfig, SparseInitIsScaledUnlessSaidOtherwise) {
   }
 }
 
+// Masks are drawn apart from the initial weights (a random mask keyed like the initialization kept
+// exactly the largest weights, all positive, and the network diverged), and from the run's seed
+// unless the sparsity section sets its own.
+TEST(SetupSeeds, RandomMasksAreIndependentOfTheWeightsAndFollowTheRunSeed) {
+  const auto setup = [](const std::string& sparsity_seed, uint64_t seed) {
+    TrainConfig c = load_train_config_yaml(
+        "model: {name: mlp, hidden_sizes: [300], sparse_init: dense}\ntrain_input: {data: fashion_mnist}\n"
+        "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n"
+        "sparsity: {algorithm: static, sparsity: 0.9" +
+            sparsity_seed + "}\n",
+        "a.yaml");
+    return make_setup(std::move(c), seed, false);
+  };
+  const auto mask_of = [](sparsetrain::Setup& s) { return s.model->parameters()[0]->mask(); };
+  for (uint64_t seed : {0u, 1u}) {
+    sparsetrain::Setup s = setup("", seed);
+    const Parameter& w = *s.model->parameters()[0];  // layers.0.weight [300 x 784], U(+-1/28) before masking
+    const Matrix values = w.to_dense();
+    const Mask mask = w.mask();
+    double sum = 0.0;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < values.size(); ++i)
+      if (mask.data()[i]) sum += values.data()[i], ++kept;
+    ASSERT_GT(kept, 20000);
+    EXPECT_LT(std::abs(sum / static_cast<double>(kept)), 0.05 / 28.0) << "kept weights are biased, seed " << seed;
+  }
+  sparsetrain::Setup a = setup("", 0), b = setup("", 1), c = setup(", seed: 5", 0), d = setup(", seed: 5", 1);
+  EXPECT_FALSE(mask_of(a) == mask_of(b)) << "--seed varies the masks";
+  EXPECT_TRUE(mask_of(c) == mask_of(d)) << "a sparsity seed fixes them";
+}
+
 TEST(TrainConfig, SetReferenceKeysAreRead) {
   const std::string rest = "train_input: {data: fashion_mnist}\nrunconfig: {num_epochs: 1}\n";
   const TrainConfig c = load_train_config_yaml(
