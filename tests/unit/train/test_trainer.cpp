@@ -103,7 +103,10 @@ INSTANTIATE_TEST_SUITE_P(
         AlgorithmCase{"rigl_csr",
                       "sparsity: {algorithm: rigl, sparsity: 0.9, update: {freq: 2, stop: 9}, format: csr, "
                       "distribution: erk}"},
-        AlgorithmCase{"rigl_2_4", "sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 3}, format: \"2:4\"}"}),
+        AlgorithmCase{"rigl_2_4", "sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 3}, format: \"2:4\"}"},
+        AlgorithmCase{"set_bcsr8", "sparsity: {algorithm: set, sparsity: 0.6, update: {freq: 2}, format: bcsr8}"},
+        AlgorithmCase{"rigl_bcsr16", "sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 3}, format: bcsr16}"},
+        AlgorithmCase{"static_1_4", "sparsity: {algorithm: static, sparsity: 0.75, format: \"1:4\"}"}),
     [](const ::testing::TestParamInfo<AlgorithmCase>& case_info) { return std::string(case_info.param.name); });
 
 TEST_F(TrainerTest, EvaluatesACheckpointAndGeneratesMetrics) {
