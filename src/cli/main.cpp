@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
     a->add_option("-o,--model_dir", t.model_dir, "Checkpoints, metrics and the config go here (default model_dir)");
     a->add_option("--max_steps", t.max_steps, "Train up to this step (overrides runconfig)")->check(CLI::PositiveNumber);
     a->add_option("--checkpoint_path", t.checkpoint_path, "Start from / evaluate this checkpoint's model file");
+    a->add_option("--load_checkpoint_states", t.load_checkpoint_states,
+                  "all (default): resume the checkpoint's run; model: only its weights, a new run from step 0")
+        ->check(CLI::IsMember({"all", "model"}));
     a->add_option("--seed", t.seed, "Seed (overrides runconfig.seed)");
     a->add_option("--threads", t.threads, "Threads (overrides runconfig.num_threads)")->check(CLI::PositiveNumber);
     a->add_flag("--no-progress", t.no_progress, "No progress bar, even on a terminal");

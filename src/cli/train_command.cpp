@@ -39,6 +39,9 @@ int run_train_command(const TrainCommandOptions& o) {
   run_options.mode = parse_mode(o.mode);
   run_options.model_dir = o.model_dir;
   run_options.checkpoint_path = o.checkpoint_path;
+  run_options.weights_only = o.load_checkpoint_states == "model";
+  if (run_options.weights_only && o.checkpoint_path.empty())
+    fail("--load_checkpoint_states model: needs --checkpoint_path (the model file whose weights to start from)");
   run_options.progress = !o.no_progress;
   return run(setup, run_options);
 }

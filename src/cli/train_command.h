@@ -13,6 +13,7 @@ struct TrainCommandOptions {
   std::string model_dir = "model_dir";
   std::optional<int64_t> max_steps;
   std::string checkpoint_path;
+  std::string load_checkpoint_states = "all";  // all, or model: the weights only
   std::optional<uint64_t> seed;
   std::optional<int> threads;
   bool no_progress = false;

@@ -111,7 +111,7 @@ std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, 
 
 const std::vector<std::string> kInputKeys = {"data",         "path",          "tokenizer",  "batch_size",
                                              "max_sequence_length", "validation_fraction", "split_seed",
-                                             "num_examples", "eval_batches"};
+                                             "num_examples", "eval_batches",  "categories",    "exclude_categories"};
 
 InputConfig read_input(const Value& v, bool eval) {
   std::vector<std::string> keys = kInputKeys;
@@ -132,6 +132,14 @@ InputConfig read_input(const Value& v, bool eval) {
                            e.key == "validation_fraction" || e.key == "split_seed";
     if (text_only && !text) e.key_value.fail(fmt::format("'{}' is for text data, not {}", e.key, d));
     if (e.key == "num_examples" && text) e.key_value.fail("'num_examples' is for image data; text uses validation_fraction");
+    const bool brown_only = e.key == "categories" || e.key == "exclude_categories";
+    if (brown_only && in.dataset != DatasetKind::Brown) e.key_value.fail(fmt::format("'{}' is for brown data, not {}", e.key, d));
+    if (brown_only && eval)
+      e.key_value.fail(fmt::format("'{}' belongs in train_input: the validation split is taken from its documents", e.key));
+    if (brown_only) {
+      std::vector<std::string>& list = e.key == "categories" ? in.categories : in.exclude_categories;
+      for (const Value& item : x.items("a list of Brown categories")) list.push_back(item.as_string("a category name"));
+    }
     if (e.key == "path") in.path = x.as_string("a path");
     if (e.key == "tokenizer") {
       in.tokenizer = x.as_string("byte or gpt2");

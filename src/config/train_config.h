@@ -29,6 +29,8 @@ struct InputConfig {
   int64_t sequence_length = 0;        // text: tokens per sequence; 0 means the model's n_positions
   double validation_fraction = 0.1;   // text: held out for evaluation
   uint64_t split_seed = 0;            // text: which documents are held out
+  // brown: only documents of these categories (empty: all), then none of the excluded ones.
+  std::vector<std::string> categories, exclude_categories;
   int64_t num_examples = 0;           // images: the first n of a seed-0 shuffle (0 = all)
   int64_t eval_batches = 0;           // eval_input: batches per evaluation (0 = the whole split)
 };

@@ -169,6 +169,31 @@ json read_trainer_state(const std::string& model_path) {
   return trainer_state_of(read_safetensors(state_path), state_path);
 }
 
+void load_model_weights(const std::string& model_path, Module& model) {
+  const SafetensorsFile file = read_safetensors(model_path);
+  StateDict weights;
+  for (const StateTensor& t : file.tensors.tensors)
+    if (!t.is_mask) weights.add(t);
+  for (const Module::Entry& e : model.named_parameters()) {
+    const Parameter& p = *e.param;
+    if (!p.is_sparse()) continue;
+    const StateTensor* mask = file.tensors.find(p.name() + "_mask");
+    if (mask != nullptr) {
+      weights.add(*mask);
+      continue;
+    }
+    const Mask own = p.mask();
+    StateTensor t{p.name() + "_mask", p.shape(), true, {}, {}};
+    t.keep.assign(own.data(), own.data() + own.rows() * own.cols());
+    weights.add(std::move(t));
+  }
+  try {
+    model.load_state_dict(weights, /*strict=*/true);
+  } catch (const Error& e) {
+    fail("{}: does not fit this model: {}", model_path, e.what());
+  }
+}
+
 json load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer) {
   const SafetensorsFile file = read_safetensors(model_path);
   try {

@@ -54,4 +54,11 @@ nlohmann::json read_trainer_state(const std::string& model_path);
 // and returns its trainer JSON; an Error names the file and the mismatched tensor or field.
 nlohmann::json load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer);
 
+// Loads only the weights of a model file (Cerebras' `load_checkpoint_states: model`), to start a
+// new run from another's weights, e.g. dense fine-tuning after sparse pre-training (SPDF): a mask
+// in the file for a parameter this model keeps dense is dropped (the zeros at its pruned positions
+// become trainable), and a sparse parameter without a mask in the file keeps this model's mask.
+// Shapes must match; a missing or unknown tensor is an Error naming the file and the tensor.
+void load_model_weights(const std::string& model_path, Module& model);
+
 }  // namespace sparsetrain

@@ -1,8 +1,10 @@
 #include "train/data_source.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/philox.h"
@@ -41,6 +43,29 @@ std::string with_commas(int64_t n) {
   return out;
 }
 
+// The documents of in.categories (all when empty) that are not in in.exclude_categories. A name
+// no document has is an Error listing the corpus's categories: a typo must not silently select
+// nothing or everything.
+std::vector<TextDocument> select_categories(std::vector<TextDocument> docs, const InputConfig& in,
+                                            const std::string& file) {
+  if (in.categories.empty() && in.exclude_categories.empty()) return docs;
+  std::set<std::string> known;
+  for (const TextDocument& d : docs) known.insert(d.category);
+  for (const auto* list : {&in.categories, &in.exclude_categories})
+    for (const std::string& name : *list)
+      if (!known.contains(name))
+        fail("{}: train_input.{}: no Brown document has the category '{}'; the corpus has {}", file,
+             list == &in.categories ? "categories" : "exclude_categories", name, fmt::join(known, ", "));
+  const auto listed = [](const std::vector<std::string>& list, const std::string& c) {
+    return std::find(list.begin(), list.end(), c) != list.end();
+  };
+  std::erase_if(docs, [&](const TextDocument& d) {
+    return (!in.categories.empty() && !listed(in.categories, d.category)) || listed(in.exclude_categories, d.category);
+  });
+  if (docs.empty()) fail("{}: train_input: the categories select no Brown document", file);
+  return docs;
+}
+
 class TextSource final : public DataSource {
  public:
   TextSource(const TrainConfig& c, int64_t context, const Tokenizer& tokenizer) : tokenizer_(tokenizer) {
@@ -52,7 +77,7 @@ class TextSource final : public DataSource {
     eval_batch_size_ = c.eval_input.batch_size;
     std::vector<TextDocument> docs;
     if (in.dataset == DatasetKind::Brown)
-      docs = in.path.empty() ? load_brown_corpus() : load_brown_corpus(in.path);
+      docs = select_categories(in.path.empty() ? load_brown_corpus() : load_brown_corpus(in.path), in, c.file);
     else
       docs.push_back(load_text_file(in.path));
     const TextSplit split = docs.size() > 1 ? split_documents(docs, in.validation_fraction, in.split_seed)

@@ -238,10 +238,16 @@ int run(Setup& s, const RunOptions& o) {
   json state = json::object();
   const std::vector<int64_t> done = complete_checkpoints(dir);
   const bool training = o.mode != RunMode::Eval;
-  const std::string from = !o.checkpoint_path.empty() ? o.checkpoint_path
-                           : !done.empty()             ? checkpoint_model_path(dir, done.back())
-                                                       : "";
-  if (!from.empty()) {
+  const bool weights_only = o.weights_only && training && !o.checkpoint_path.empty();
+  const bool initialize_from = weights_only && done.empty();
+  const std::string from = !o.checkpoint_path.empty() && !weights_only ? o.checkpoint_path
+                           : !done.empty()                             ? checkpoint_model_path(dir, done.back())
+                                                                       : "";
+  if (initialize_from) {
+    check_fresh_directory(dir);
+    load_model_weights(o.checkpoint_path, model);
+    fmt::print("starting from the weights of {}\n", o.checkpoint_path);
+  } else if (!from.empty()) {
     // Evaluating a model file without its state file (--checkpoint_path) checks its tensors only.
     if (training || fs::exists(checkpoint_state_path_of(from)))
       check_same_run(read_trainer_state(from), s, checkpoint_state_path_of(from), training);
@@ -251,11 +257,12 @@ int run(Setup& s, const RunOptions& o) {
   } else {
     check_fresh_directory(dir);
   }
-  if (!o.checkpoint_path.empty() && training && !done.empty() && done.back() > state.value("step", int64_t{0}))
+  if (!o.checkpoint_path.empty() && !weights_only && training && !done.empty() &&
+      done.back() > state.value("step", int64_t{0}))
     fail("{}: holds checkpoints up to step {}, and training on from step {} of {} would overwrite and delete them; "
          "choose another --model_dir",
          dir, done.back(), state.value("step", int64_t{0}), o.checkpoint_path);
-  if (o.checkpoint_path.empty() && !done.empty() && training)
+  if ((o.checkpoint_path.empty() || weights_only) && !done.empty() && training)
     fmt::print("resuming from {} (step {})\n", from, done.back());
   if (state.contains("step")) {
     start = state["step"].get<int64_t>();
@@ -270,7 +277,9 @@ int run(Setup& s, const RunOptions& o) {
     return 0;
   }
 
-  if (start == 0) write_file_atomically((fs::path(dir) / "params.yaml").string(), s.config.text);
+  // A run started from another directory's checkpoint records its config too.
+  const fs::path params = fs::path(dir) / "params.yaml";
+  if (start == 0 || !fs::exists(params)) write_file_atomically(params.string(), s.config.text);
   MetricsLog metrics((fs::path(dir) / "metrics.jsonl").string(), start);
   const RunConfig& rc = s.config.run;
   const int64_t steps = total_steps(s);
@@ -288,7 +297,7 @@ int run(Setup& s, const RunOptions& o) {
     return j;
   };
   // The step whose complete checkpoint in `dir` holds the current state, if one does.
-  int64_t saved = o.checkpoint_path.empty() && start > 0 ? start : -1;
+  int64_t saved = (o.checkpoint_path.empty() || weights_only) && start > 0 ? start : -1;
   auto checkpoint = [&](int64_t step) {
     save_checkpoint(dir, step, model, optimizer, trainer_state(step));
     prune_checkpoints(dir, rc.keep_checkpoints);

@@ -18,6 +18,10 @@ struct RunOptions {
   RunMode mode = RunMode::Train;
   std::string model_dir = "model_dir";
   std::string checkpoint_path;  // start from (train) or evaluate (eval) this model file
+  // Training: take only the weights of checkpoint_path (load_model_weights) and start a new run
+  // at step 0 with this config's optimizer, schedules and data order. A model directory that
+  // already holds checkpoints of that new run resumes from them instead.
+  bool weights_only = false;
   bool progress = true;         // a progress bar, when stderr is a terminal
 };
 

@@ -7,12 +7,15 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <variant>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "error_of.h"
+#include "io/safetensors.h"
 #include "io/atomic_file.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -21,7 +24,9 @@ namespace sparsetrain {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using testing::error_of;
 
 class TrainerTest : public ::testing::Test {
  protected:
@@ -108,6 +113,75 @@ INSTANTIATE_TEST_SUITE_P(
         AlgorithmCase{"rigl_bcsr16", "sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 3}, format: bcsr16}"},
         AlgorithmCase{"static_1_4", "sparsity: {algorithm: static, sparsity: 0.75, format: \"1:4\"}"}),
     [](const ::testing::TestParamInfo<AlgorithmCase>& case_info) { return std::string(case_info.param.name); });
+
+// Dense fine-tuning from a sparse checkpoint (SPDF): the dense run starts at step 0 from the
+// sparse weights, zeros included, with its own optimizer; a sparse run started from a dense
+// checkpoint keeps its own masks; rerunning the command resumes the new run.
+TEST_F(TrainerTest, WeightsOnlyStartsANewRunFromAnotherRunsWeights) {
+  const fs::path sparse_dir = root_ / "sparse", dense_dir = root_ / "dense", tuned = root_ / "tuned";
+  const std::string sparse = config("sparsity: {algorithm: static, sparsity: 0.8, format: csr}", 4);
+  ASSERT_EQ(train(sparse, sparse_dir), 0);
+  const std::string from = checkpoint_model_path(sparse_dir.string(), 4);
+  const SafetensorsFile file = read_safetensors(from);
+
+  sparsetrain::Setup dense = make_setup(load_train_config_yaml(config("", 2), "test.yaml"), 3, false);
+  load_model_weights(from, *dense.model);
+  int64_t zeros = 0;
+  for (Parameter* p : dense.model->parameters()) {
+    EXPECT_FALSE(p->is_sparse()) << p->name();
+    const Matrix got = p->to_dense();
+    const StateTensor* want = file.tensors.find(p->name());
+    ASSERT_NE(want, nullptr) << p->name();
+    for (int64_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got.data()[i], want->values[static_cast<std::size_t>(i)]) << p->name() << " " << i;
+      zeros += got.data()[i] == 0.0f ? 1 : 0;
+    }
+  }
+  EXPECT_GT(zeros, 1000) << "the pruned positions come over as zeros";
+
+  // A sparse run from a dense checkpoint: this run's masks, the file's values where they keep.
+  ASSERT_EQ(train(config("", 4), dense_dir), 0);
+  const std::string dense_from = checkpoint_model_path(dense_dir.string(), 4);
+  sparsetrain::Setup target = make_setup(load_train_config_yaml(sparse, "test.yaml"), 5, false);
+  std::vector<Mask> masks;
+  for (Parameter* p : target.model->parameters())
+    if (p->is_sparse()) masks.push_back(p->mask());
+  load_model_weights(dense_from, *target.model);
+  const SafetensorsFile dense_file = read_safetensors(dense_from);
+  std::size_t m = 0;
+  for (Parameter* p : target.model->parameters()) {
+    if (!p->is_sparse()) continue;
+    EXPECT_TRUE(p->mask() == masks[m++]) << p->name();
+    const Matrix got = p->to_dense();
+    const Mask mask = p->mask();
+    const StateTensor* want = dense_file.tensors.find(p->name());
+    for (int64_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got.data()[i], mask.data()[i] ? want->values[static_cast<std::size_t>(i)] : 0.0f) << p->name();
+  }
+
+  // Through the trainer: a new run at step 0 (params.yaml written), resumed by the same command.
+  const auto fine_tune = [&](int64_t steps) {
+    sparsetrain::Setup s = make_setup(load_train_config_yaml(config("", steps), "test.yaml"), 3, true);
+    RunOptions o;
+    o.model_dir = tuned.string();
+    o.checkpoint_path = from;
+    o.weights_only = true;
+    o.progress = false;
+    return run(s, o);
+  };
+  ASSERT_EQ(fine_tune(4), 0);
+  EXPECT_TRUE(fs::exists(tuned / "params.yaml"));
+  EXPECT_EQ(read_trainer_state(checkpoint_model_path(tuned.string(), 4))["step"], 4);
+  ASSERT_EQ(fine_tune(6), 0);
+  EXPECT_EQ(complete_checkpoints(tuned.string()), (std::vector<int64_t>{4, 6}));
+
+  // Another shape: the file and the tensor are named.
+  sparsetrain::Setup wide = make_setup(
+      load_train_config_yaml(std::regex_replace(config("", 2), std::regex("n_embd: 16"), "n_embd: 32"), "test.yaml"), 3,
+      false);
+  EXPECT_THAT(error_of([&] { load_model_weights(from, *wide.model); }),
+              AllOf(HasSubstr(from + ": does not fit this model"), HasSubstr("has shape")));
+}
 
 TEST_F(TrainerTest, EvaluatesACheckpointAndGeneratesMetrics) {
   const fs::path dir = root_ / "run";
@@ -571,6 +645,38 @@ TEST(SetupSeeds, RandomMasksAreIndependentOfTheWeightsAndFollowTheRunSeed) {
   sparsetrain::Setup a = setup("", 0), b = setup("", 1), c = setup(", seed: 5", 0), d = setup(", seed: 5", 1);
   EXPECT_FALSE(mask_of(a) == mask_of(b)) << "--seed varies the masks";
   EXPECT_TRUE(mask_of(c) == mask_of(d)) << "a sparsity seed fixes them";
+}
+
+// Brown categories: a held-out genre for fine-tuning (SPDF). The selection changes the data, the
+// split of all documents is the union of both selections' sizes, and a misspelt category is an
+// error naming the file and listing the real ones.
+TEST(BrownCategories, SelectAndExcludeDocuments) {
+  const auto describe = [](const std::string& filter) {
+    const std::string yaml = "model: {name: gpt, n_positions: 64, n_layer: 1, n_head: 2, n_embd: 16}\n"
+                             "train_input: {data: brown, batch_size: 4, validation_fraction: 0.1" +
+                             filter + "}\noptimizer: {learning_rate: 0.001}\nrunconfig: {max_steps: 1}\n";
+    return make_setup(load_train_config_yaml(yaml, "cat.yaml"), 1, true).data->describe();
+  };
+  const auto tokens = [](const std::string& text) {  // "brown: 483,358 training tokens, ..."
+    std::string digits;
+    for (char c : text.substr(0, text.find(" training"))) if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+    return std::stoll(digits);
+  };
+  const int64_t all = tokens(describe("")), news = tokens(describe(", categories: [news]")),
+                rest = tokens(describe(", exclude_categories: [news]"));
+  EXPECT_GT(news, 100000);
+  EXPECT_LT(news, all / 5);
+  EXPECT_GT(rest, all / 2);
+  EXPECT_NEAR(static_cast<double>(news + rest), static_cast<double>(all), 0.05 * static_cast<double>(all));
+  EXPECT_THAT(error_of([&] { describe(", categories: [news, nwes]"); }),
+              AllOf(HasSubstr("cat.yaml: train_input.categories: no Brown document has the category 'nwes'"),
+                    HasSubstr("adventure, belles_lettres")));
+  EXPECT_THAT(error_of([&] {
+                load_train_config_yaml("model: {name: mlp}\ntrain_input: {data: fashion_mnist, categories: [news]}\n"
+                                       "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
+                                       "m.yaml");
+              }),
+              HasSubstr("'categories' is for brown data, not fashion_mnist"));
 }
 
 TEST(TrainConfig, SetReferenceKeysAreRead) {
