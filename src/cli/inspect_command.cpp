@@ -5,6 +5,7 @@
 
 #include "io/nan_form.h"
 #include "io/safetensors.h"
+#include "nn/sparse_tensors.h"
 
 namespace sparsetrain {
 
@@ -20,19 +21,17 @@ int run_inspect_command(const InspectOptions& o) {
     const auto n = static_cast<int64_t>(t.values.size());
     total += n;
     std::string sparsity = "dense";
-    if (const StateTensor* mask = file.tensors.find(t.name + "_mask"); mask != nullptr && mask->is_mask) {
-      int64_t kept = 0;
-      for (uint8_t k : mask->keep) kept += k;
+    if (const StateTensor* mask = mask_of(file.tensors, t)) {
+      const int64_t kept = kept_count(*mask);
       sparse_total += n;
       sparse_kept += kept;
-      sparsity = fmt::format("{:.4f}", n > 0 ? 1.0 - static_cast<double>(kept) / static_cast<double>(n) : 0.0);
+      sparsity = fmt::format("{:.4f}", sparsity_of(kept, n));
     }
     fmt::print("  {:<44} {:<5} {:<14} {:>10} {:>9}\n", t.name, "F32", fmt::format("[{}]", fmt::join(t.shape, ", ")), n,
                sparsity);
   }
   fmt::print("  total {} values; {} in sparse tensors, {} of them kept (sparsity {:.4f})\n", total, sparse_total,
-             sparse_kept,
-             sparse_total > 0 ? 1.0 - static_cast<double>(sparse_kept) / static_cast<double>(sparse_total) : 0.0);
+             sparse_kept, sparsity_of(sparse_kept, sparse_total));
   if (!o.export_nan.empty()) {
     write_safetensors(o.export_nan, to_nan_form(file.tensors), file.metadata);
     fmt::print("wrote {} (Cerebras NaN form: NaN marks a pruned weight)\n", o.export_nan);

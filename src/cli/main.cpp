@@ -9,6 +9,7 @@
 #include "cli/bench_train.h"
 #include "cli/config_command.h"
 #include "cli/inspect_command.h"
+#include "cli/plot_command.h"
 #include "cli/train_command.h"
 #include "core/error.h"
 #include "core/isa.h"
@@ -69,6 +70,14 @@ int main(int argc, char** argv) {
   inspect_command->add_option("--export-nan", inspect.export_nan, "Also write it in the Cerebras NaN form to this file");
   inspect_command->add_option("--import-nan", inspect.import_nan,
                               "Also write it, read as the Cerebras NaN form, with masks to this file");
+  PlotOptions plot;
+  auto* plot_command = app.add_subcommand("plot", "SVG figures of model directories: loss curves, sparsity, masks");
+  plot_command->add_option("-o,--model_dir", plot.model_dirs, "A model directory (repeat to compare runs)")->required();
+  plot_command->add_option("--label", plot.labels, "A legend label per --model_dir (default: the directory names)");
+  plot_command->add_option("--out", plot.out, "Write the figures into this directory (created if missing)")
+      ->required();
+  plot_command->add_option("--layer", plot.layer,
+                           "The parameter whose masks to draw (default: the first sparse one by name)");
   std::string max_isa;
   bool verbose = false;
   app.add_option("--max-isa", max_isa, "Cap the kernel ISA: avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
@@ -130,6 +139,7 @@ int main(int argc, char** argv) {
     if (config_command->parsed()) return run_config_command(config);
     if (generate_command->parsed()) return run_generate_command(generate);
     if (inspect_command->parsed()) return run_inspect_command(inspect);
+    if (plot_command->parsed()) return run_plot_command(plot);
     for (std::size_t i = 0; i < train_commands.size(); ++i)
       if (train_commands[i]->parsed()) {
         by_subcommand.mode = train_commands[i]->get_name();
