@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Writes the GPT-on-Brown experiment configs and `runs` lists (experiments/gpt_brown_*/).
+
+    experiments/gpt_brown/make_configs.py [--budget-steps N]
+
+Every run of the Pareto experiment gets the same training-FLOP budget: the FLOPs of
+`--budget-steps` (default 1500) steps of the widest dense model. Each config's FLOPs per step
+(sparsetrain's own accounting: actual, i.e. sparse, FLOPs) are measured by training it one step,
+and its `max_steps`, learning-rate schedule and mask-update schedule are scaled to fit the budget.
+The configs are committed; rerun this only to change the design.
+"""
+import argparse
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / "build/src/cli/sparsetrain"
+
+MODEL = """model:
+  name: gpt
+  n_positions: 128
+  n_layer: 4
+  n_head: 4
+  n_embd: {width}
+
+train_input:
+  data: brown
+  tokenizer: byte
+  batch_size: 16
+  validation_fraction: 0.05
+
+eval_input:
+  data: brown
+  tokenizer: byte
+  batch_size: 16
+  validation_fraction: 0.05
+  eval_batches: 40
+
+optimizer:
+  optimizer_type: adamw
+  learning_rate:
+    scheduler: cosine
+    initial_learning_rate: {lr}
+    warmup_steps: {warmup}
+    total_iters: {steps}
+    end_learning_rate: {lr_end}
+  weight_decay: 0.01
+  max_gradient_norm: 1.0
+"""
+
+RUN = """
+runconfig:
+  max_steps: {steps}
+  log_steps: {log}
+  eval_frequency: {eval}
+  checkpoint_steps: {eval}
+"""
+
+
+def sparsity(kind, level, steps, fmt="csr"):
+    if kind == "dense":
+        return ""
+    text = f"\nsparsity:\n  algorithm: {'set' if kind == 'dynamic' else kind}\n  sparsity: {level}\n  format: {fmt}\n"
+    if kind == "dynamic":
+        # Graphcore: magnitude prune, random regrow, prune ratio 0.5 decaying by a cosine to 0.
+        text += (f"  drop_fraction: {{type: graphcore_cosine, init: 0.5, total_steps: {steps}}}\n"
+                 f"  update:\n    freq: {max(steps // 40, 1)}\n    stop: {steps}\n")
+    if kind == "rigl":
+        stop = steps * 3 // 4
+        text += (f"  drop_fraction: {{type: cosine, init: 0.3, half_period: {stop}}}\n"
+                 f"  update:\n    freq: {max(steps // 40, 1)}\n    stop: {stop}\n")
+    return text
+
+
+def describe(kind, level, width, fmt):
+    what = {"dense": "dense", "static": f"static {level:.0%} sparse (random mask, fixed)",
+            "dynamic": f"dynamic {level:.0%} sparse (magnitude prune, random regrow, prune ratio 0.5 cosine-decayed)",
+            "rigl": f"RigL {level:.0%} sparse (drop 0.3 cosine, gradient regrow, stop at 75%)"}[kind]
+    return f"# GPT on Brown (bytes), 4 layers, width {width}, context 128, batch 16, AdamW: {what}, {fmt}.\n"
+
+
+def config_text(kind, level, width, steps, fmt="csr", lr=None, data=""):
+    lr = lr or (3e-3 if width <= 256 else 2e-3)
+    body = MODEL.format(width=width, lr=lr, lr_end=lr / 10, warmup=max(steps // 20, 1), steps=steps)
+    body = body.replace("  validation_fraction: 0.05\n\neval_input", f"  validation_fraction: 0.05\n{data}\neval_input")
+    body += sparsity(kind, level, steps, fmt)
+    return describe(kind, level, width, fmt) + body + RUN.format(steps=steps, log=max(steps // 20, 1),
+                                                                   eval=max(steps // 6, 1))
+
+
+def flops_per_step(text):
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "c.yaml"
+        cfg.write_text(text)
+        subprocess.run([BIN, "train", "--params", cfg, "--model_dir", Path(tmp) / "run", "--max_steps", "1",
+                        "--threads", "2"], check=True, capture_output=True)
+        rows = [json.loads(l) for l in (Path(tmp) / "run/metrics.jsonl").read_text().splitlines()]
+        return [r for r in rows if r.get("split") == "train"][-1]["flops_actual"]
+
+
+def write(folder, name, text):
+    (folder / name).write_text(text)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--budget-steps", type=int, default=1500)
+    args = parser.parse_args()
+
+    # 1. Pareto at equal training FLOPs.
+    pareto = ROOT / "experiments/gpt_brown_pareto"
+    pareto.mkdir(exist_ok=True)
+    families = [("dense", 0.0, [128, 192, 256])] + [(k, 0.9, [256, 384, 512]) for k in ("static", "dynamic", "rigl")]
+    budget = args.budget_steps * flops_per_step(config_text("dense", 0.0, 256, 100))
+    lines = [f"# Equal training FLOPs: {budget:.4g} each ({args.budget_steps} steps of the width-256 dense model).",
+             "# run              config                 seed threads quick_steps"]
+    for kind, level, widths in families:
+        for width in widths:
+            per_step = flops_per_step(config_text(kind, level, width, 100))
+            steps = int(budget // per_step)
+            name = f"{kind}_w{width}"
+            write(pareto, f"{name}.yaml", config_text(kind, level, width, steps))
+            lines.append(f"{name:<18} {name + '.yaml':<22} 0    2       20")
+    write(pareto, "runs", "\n".join(lines) + "\n")
+
+    # 2. Block sizes for the dynamic method at 90%, width 384, the same steps as its CSR run.
+    blocks = ROOT / "experiments/gpt_brown_blocks"
+    blocks.mkdir(exist_ok=True)
+    steps = int(budget // flops_per_step(config_text("dynamic", 0.9, 384, 100)))
+    lines = ["# Dynamic sparsity at 90%, width 384: block size 1 (CSR), 4, 8, 16 (BCSR), the same steps.",
+             "# run        config          seed threads quick_steps"]
+    for fmt, tag in (("csr", "b1"), ("bcsr4", "b4"), ("bcsr8", "b8"), ("bcsr16", "b16")):
+        write(blocks, f"{tag}.yaml", config_text("dynamic", 0.9, 384, steps, fmt))
+        lines.append(f"{tag:<12} {tag + '.yaml':<15} 0    2       20")
+    write(blocks, "runs", "\n".join(lines) + "\n")
+
+    # 3. Unstructured vs 2:4 at 50%, width 256, dynamic (2:4 regrows within each group of four).
+    nm = ROOT / "experiments/gpt_brown_nm"
+    nm.mkdir(exist_ok=True)
+    lines = ["# 50% sparsity, width 256, dynamic: unstructured (CSR) vs 2:4, and dense, the same steps.",
+             "# run            config              seed threads quick_steps"]
+    for name, kind, fmt in (("dense", "dense", "csr"), ("unstructured50", "dynamic", "csr"), ("nm2_4", "dynamic", '"2:4"')):
+        write(nm, f"{name}.yaml", config_text(kind, 0.5, 256, args.budget_steps, fmt))
+        lines.append(f"{name:<16} {name + '.yaml':<19} 0    2       20")
+    write(nm, "runs", "\n".join(lines) + "\n")
+
+    # 4. SPDF: pre-train on Brown without its news genre, 75% static sparse or dense; then fine-tune
+    # dense on news alone, starting from each pre-trained model's weights (@run: its newest
+    # checkpoint); and news from scratch for scale.
+    spdf = ROOT / "experiments/gpt_brown_spdf"
+    spdf.mkdir(exist_ok=True)
+    pre, tune = 2000, 400
+    without_news = "  exclude_categories: [news]\n"
+    news = "  categories: [news]\n"
+    write(spdf, "pretrain_dense.yaml", config_text("dense", 0.0, 256, pre, data=without_news))
+    write(spdf, "pretrain_sparse75.yaml", config_text("static", 0.75, 256, pre, data=without_news))
+    write(spdf, "finetune_news.yaml", config_text("dense", 0.0, 256, tune, lr=1e-3, data=news))
+    lines = ["# SPDF (Thangarasa et al. 2023) in miniature: pre-train dense or 75% sparse without news, fine-tune",
+             "# dense on news; news from scratch for scale. Fine-tunes wait for their pre-training (@run).",
+             "# run               config                  seed threads quick_steps options",
+             "pretrain_dense      pretrain_dense.yaml     0    2       20",
+             "pretrain_sparse75   pretrain_sparse75.yaml  0    2       20",
+             "finetune_dense      finetune_news.yaml      0    2       10          --checkpoint_path @pretrain_dense --load_checkpoint_states model",
+             "finetune_sparse75   finetune_news.yaml      0    2       10          --checkpoint_path @pretrain_sparse75 --load_checkpoint_states model",
+             "scratch_news        finetune_news.yaml      0    2       10"]
+    write(spdf, "runs", "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
