@@ -249,9 +249,14 @@ int run(Setup& s, const RunOptions& o) {
     fmt::print("starting from the weights of {}\n", o.checkpoint_path);
   } else if (!from.empty()) {
     // Evaluating a model file without its state file (--checkpoint_path) checks its tensors only.
-    if (training || fs::exists(checkpoint_state_path_of(from)))
-      check_same_run(read_trainer_state(from), s, checkpoint_state_path_of(from), training);
+    json saved_state;
+    if (training || fs::exists(checkpoint_state_path_of(from))) {
+      saved_state = read_trainer_state(from);
+      check_same_run(saved_state, s, checkpoint_state_path_of(from), training);
+    }
     state = load_checkpoint(from, model, training ? &optimizer : nullptr);
+    // Evaluation loads no optimizer, but reports the step the checkpoint was saved at.
+    if (!training && saved_state.contains("step")) start = saved_state["step"].get<int64_t>();
   } else if (!training) {
     fail("{}: no complete checkpoint to evaluate; train first or give --checkpoint_path", dir);
   } else {

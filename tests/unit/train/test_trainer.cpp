@@ -194,6 +194,7 @@ TEST_F(TrainerTest, EvaluatesACheckpointAndGeneratesMetrics) {
     const auto row = nlohmann::json::parse(line);
     if (row["split"] != "eval") continue;
     ++evals;
+    EXPECT_EQ(row["step"], 4) << "evaluation reports the checkpoint's step";
     EXPECT_GT(row["perplexity"].get<double>(), 1.0);
     EXPECT_LT(row["perplexity"].get<double>(), 258.0 * 2);
   }
