@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -31,8 +32,10 @@ using testing::error_of;
 class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / fmt::format("sparsetrain-trainer-{}-{}", ::getpid(),
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // Parameterized tests are named "Name/case": one directory level, so TearDown removes it all.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '-');
+    root_ = fs::temp_directory_path() / fmt::format("sparsetrain-trainer-{}-{}", ::getpid(), name);
     fs::remove_all(root_);
     fs::create_directories(root_);
     std::ofstream text(root_ / "corpus.txt");
