@@ -57,9 +57,10 @@ Mlp::Mlp(const MlpConfig& config) : Model("MLP"), config_(config) {
 }
 
 std::string Mlp::describe() const {
-  return fmt::format("mlp: {} -> {} -> {}, {} hidden, {} output, {} loss, dropout {}", config_.inputs,
+  return fmt::format("mlp: {} -> {} -> {}, {} hidden, {} output, {} loss, dropout {}{}", config_.inputs,
                      fmt::join(config_.hidden, " -> "), config_.classes, activation_name(config_.activation),
-                     activation_name(config_.output_activation), mlp_loss_name(config_.loss), config_.dropout);
+                     activation_name(config_.output_activation), mlp_loss_name(config_.loss), config_.dropout,
+                     config_.inverted_dropout ? "" : " (scaled at evaluation)");
 }
 
 void Mlp::init_weights(uint64_t seed) {
@@ -137,8 +138,12 @@ LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_
     if (hidden && dropped_last_) {
       dropout_forward(static_cast<float>(config_.dropout),
                       Philox(seed, layers_[i]->weight().name() + ".dropout", static_cast<uint64_t>(step)), post_[i],
-                      dropped_[i], keep_[i].data());
+                      dropped_[i], keep_[i].data(), config_.inverted_dropout);
       x = dropped_[i];
+    } else if (hidden && !training && config_.dropout > 0.0 && !config_.inverted_dropout) {
+      const auto keep_rate = static_cast<float>(1.0 - config_.dropout);
+      float* h = post_[i].data();
+      for (int64_t k = 0; k < post_[i].size(); ++k) h[k] *= keep_rate;
     }
   }
   const MatrixView grad = training ? MatrixView(grad_out_) : MatrixView{};
@@ -162,7 +167,8 @@ void Mlp::backward() {
   MatrixView dy = grad_out_;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const bool hidden = i + 1 < layers_.size();
-    if (hidden && dropped_last_) dropout_backward(static_cast<float>(config_.dropout), keep_[i].data(), dy, dy);
+    if (hidden && dropped_last_)
+      dropout_backward(static_cast<float>(config_.dropout), keep_[i].data(), dy, dy, config_.inverted_dropout);
     const Activation act = hidden ? config_.activation : config_.output_activation;
     // set_mse's gradient already is the output layer's pre-activation gradient.
     if (hidden || config_.loss != MlpLoss::SetMse)

@@ -29,11 +29,11 @@ void check_same_shape(const char* op, const char* a_name, ConstMatrixView a, con
 }  // namespace
 
 // x, y [R x C]; keep [R * C], row-major without padding whatever x's ld.
-void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y, uint8_t* keep) {
+void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y, uint8_t* keep, bool inverted) {
   check_p("dropout_forward", p);
   check_same_shape("dropout_forward", "x", x, "y", y);
   const int64_t R = x.rows, C = x.cols;
-  const float scale = 1.0f / (1.0f - p);
+  const float scale = inverted ? 1.0f / (1.0f - p) : 1.0f;
   parallel_run(parts_for(R * C), [&](int ith, int nth) {
     int64_t r0 = 0, r1 = 0;
     balance_even(R, ith, nth, r0, r1);
@@ -62,11 +62,11 @@ void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y
 }
 
 // dy, dx [R x C]; keep [R * C] from the forward pass.
-void dropout_backward(float p, const uint8_t* keep, ConstMatrixView dy, MatrixView dx) {
+void dropout_backward(float p, const uint8_t* keep, ConstMatrixView dy, MatrixView dx, bool inverted) {
   check_p("dropout_backward", p);
   check_same_shape("dropout_backward", "dy", dy, "dx", dx);
   const int64_t R = dy.rows, C = dy.cols;
-  const float scale = 1.0f / (1.0f - p);
+  const float scale = inverted ? 1.0f / (1.0f - p) : 1.0f;
   parallel_run(parts_for(R * C), [&](int ith, int nth) {
     int64_t r0 = 0, r1 = 0;
     balance_even(R, ith, nth, r0, r1);

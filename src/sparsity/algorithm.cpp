@@ -215,7 +215,9 @@ void DynamicSparsityAlgorithm::update(int64_t step) {
   const std::vector<double> level = levels(step);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = *params_[i];
-    p.set_mask(update_mask(p, p.mask(), level[i], step));
+    const Mask before = p.mask();
+    p.set_mask(update_mask(p, before, level[i], step));
+    init_grown(p, before, step);
   }
   ++updates_done_;
 }

@@ -153,6 +153,9 @@ class DynamicSparsityAlgorithm : public SparsityAlgorithm {
   virtual Mask update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) = 0;
 
   void update(int64_t step) override;
+  // After p's mask changed from `before` at an update step: sets the values of the positions
+  // that are new in it (they start at zero). The default leaves them at zero.
+  virtual void init_grown(Parameter& /*p*/, const Mask& /*before*/, int64_t /*step*/) {}
   bool starts_dense() const override { return schedule_.first() > 0; }
   int64_t first_mask_step() const override { return schedule_.first(); }
   const UpdateSchedule& update_schedule() const { return schedule_; }

@@ -1,6 +1,9 @@
 #include "sparsity/algorithms.h"
 
+#include <cmath>
+
 #include "core/error.h"
+#include "core/philox.h"
 #include "sparsity/balanced.h"
 #include "sparsity/mask_select.h"
 
@@ -53,6 +56,27 @@ Mask DropAndGrow::update_mask(Parameter& p, const Mask& mask, double sparsity, i
   if (const std::optional<Balance> b = balance(p, f))
     return select_per_stripe(*b, p.rows(), p.cols(), &mask, drop_and_grow);
   return drop_and_grow(Stripe{0, 0, p.rows(), p.cols()}, &mask);
+}
+
+void DropAndGrow::set_grow_init_std(double std) {
+  if (!(std >= 0.0) || !std::isfinite(std))
+    fail("{}: 'grow_init_std' must be a finite number >= 0, got {}", name(), std);
+  grow_init_std_ = std;
+}
+
+void DropAndGrow::init_grown(Parameter& p, const Mask& before, int64_t /*step*/) {
+  if (grow_init_std_ == 0.0) return;
+  const Mask after = p.mask();
+  Matrix values = p.to_dense();
+  // Keyed by the count of updates so far, which checkpoints keep: a resumed run draws the same.
+  const Philox rng(options_.seed.value_or(0), "sparsity:grow:" + p.name(), static_cast<uint64_t>(updates_done_));
+  int64_t grown = 0;
+  for (int64_t i = 0; i < values.size(); ++i)
+    if (after.data()[i] && !before.data()[i]) {
+      values.data()[i] = static_cast<float>(grow_init_std_ * rng.normal(static_cast<uint64_t>(i)));
+      ++grown;
+    }
+  if (grown > 0) p.assign_dense(values);
 }
 
 SET::SET(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction, SparsityOptions options)

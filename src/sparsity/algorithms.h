@@ -9,7 +9,9 @@
 // SET and RigL drop `drop_fraction` (a schedule) of the kept units: they keep
 // int((1 - drop_fraction) * kept), and never more than the level allows, so a parameter that
 // starts dense is pruned to its level at the first update. Regrown connections start at zero
-// with zero optimizer state; one dropped and regrown in the same update keeps its value.
+// (or, with grow_init_std > 0, at N(0, grow_init_std^2) draws, as the SET reference code's
+// randn / 10) with zero optimizer state; one dropped and regrown in the same update keeps its
+// value.
 #include "sparsity/algorithm.h"
 
 namespace sparsetrain {
@@ -34,7 +36,11 @@ class DropAndGrow : public DynamicSparsityAlgorithm {
  public:
   DropAndGrow(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction, SparsityOptions options);
   Mask update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) override;
+  void init_grown(Parameter& p, const Mask& before, int64_t step) override;
   const LevelSchedule& drop_fraction() const { return drop_fraction_; }
+  // > 0: regrown weights are drawn from N(0, std^2) instead of starting at zero.
+  void set_grow_init_std(double std);
+  double grow_init_std() const { return grow_init_std_; }
 
  protected:
   // Scores for regrowth (higher grows first) over the whole [rows x cols] parameter.
@@ -42,6 +48,7 @@ class DropAndGrow : public DynamicSparsityAlgorithm {
 
  private:
   LevelSchedule drop_fraction_;
+  double grow_init_std_ = 0.0;
 };
 
 class SET final : public DropAndGrow {

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 #include "core/error.h"
@@ -23,6 +24,19 @@ LevelSchedule drop_fraction_or_default(const AlgorithmSpec& spec) {
   return spec.drop_fraction.value_or(LevelSchedule::constant(0.3));
 }
 
+// The optional extra key `grow_init_std` of SET and RigL (a number >= 0).
+template <typename A>
+std::unique_ptr<SparsityAlgorithm> with_grow_init(std::unique_ptr<A> algorithm, const AlgorithmSpec& spec) {
+  if (const auto it = spec.extra.find("grow_init_std"); it != spec.extra.end()) {
+    char* end = nullptr;
+    const double std = std::strtod(it->second.c_str(), &end);
+    if (it->second.empty() || *end != '\0')
+      fail("{}: 'grow_init_std' must be a number >= 0, got '{}'", algorithm->name(), it->second);
+    algorithm->set_grow_init_std(std);
+  }
+  return algorithm;
+}
+
 struct Registry {
   std::mutex mutex;
   std::map<std::string, Entry> entries;
@@ -33,13 +47,15 @@ struct Registry {
     entries["gmp"] = {[](const AlgorithmSpec& s) { return std::make_unique<GMP>(s.sparsity, *s.update, s.options); },
                       {KeyRule::Required, KeyRule::Rejected, LevelRule::Changing, {}}};
     entries["set"] = {[](const AlgorithmSpec& s) {
-                        return std::make_unique<SET>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options);
+                        return with_grow_init(
+                            std::make_unique<SET>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options), s);
                       },
-                      {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {}}};
+                      {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {"grow_init_std"}}};
     entries["rigl"] = {[](const AlgorithmSpec& s) {
-                         return std::make_unique<RigL>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options);
+                         return with_grow_init(
+                             std::make_unique<RigL>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options), s);
                        },
-                       {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {}}};
+                       {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {"grow_init_std"}}};
   }
 };
 

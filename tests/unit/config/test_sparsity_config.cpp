@@ -744,7 +744,7 @@ sparsity:
   EXPECT_EQ(load_error("sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 1}, shift: 1}"),
             "cfg.yaml:1:63: sparsity.shift: unknown key; a 2.2+ group takes algorithm, type, sparsity, schedule, "
             "update, drop_fraction, init_method, param_filter, balance_in_groups, balance_out_groups, format, "
-            "distribution, seed or overrides");
+            "distribution, seed, overrides or grow_init_std");
 }
 
 TEST(SparsityConfig, RegistryRules) {
@@ -807,7 +807,7 @@ sparsity:
 )"),
             "cfg.yaml:3:3: sparsity.sparsty: unknown key; a 2.2+ group takes algorithm, type, sparsity, schedule, "
             "update, drop_fraction, init_method, param_filter, balance_in_groups, balance_out_groups, format, "
-            "distribution, seed or overrides (did you mean 'sparsity'?)");
+            "distribution, seed, overrides or grow_init_std (did you mean 'sparsity'?)");
   EXPECT_EQ(load_error(R"(
 sparsity:
   algorithm: rigl

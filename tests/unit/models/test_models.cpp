@@ -172,6 +172,7 @@ struct MlpCase {
   MlpLoss loss;
   double dropout;
   bool sparse;
+  bool inverted_dropout = true;
 };
 
 class MlpGradients : public ::testing::TestWithParam<MlpCase> {};
@@ -186,6 +187,7 @@ TEST_P(MlpGradients, MatchFiniteDifferences) {
   config.output_activation = c.output;
   config.loss = c.loss;
   config.dropout = c.dropout;
+  config.inverted_dropout = c.inverted_dropout;
   Mlp mlp(config);
   mlp.init_weights(7);
   if (c.sparse) {
@@ -201,7 +203,35 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(MlpCase{Activation::ReLU, Activation::None, MlpLoss::CrossEntropy, 0.0, false},
                       MlpCase{Activation::Tanh, Activation::None, MlpLoss::CrossEntropy, 0.3, true},
                       MlpCase{Activation::Gelu, Activation::Sigmoid, MlpLoss::Mse, 0.0, true},
-                      MlpCase{Activation::Sigmoid, Activation::Sigmoid, MlpLoss::Mse, 0.2, false}));
+                      MlpCase{Activation::Sigmoid, Activation::Sigmoid, MlpLoss::Mse, 0.2, false},
+                      MlpCase{Activation::ReLU, Activation::None, MlpLoss::CrossEntropy, 0.4, true, false}));
+
+// Dropout that is not inverted: evaluation multiplies the hidden activations by 1 - p, so with one
+// hidden layer the logits minus the bias are (1 - p) times those of the inverted model.
+TEST(MlpDropout, NotInvertedScalesHiddenActivationsAtEvaluation) {
+  MlpConfig config;
+  config.inputs = 9;
+  config.hidden = {13};
+  config.classes = 4;
+  config.dropout = 0.25;
+  Mlp inverted(config);
+  config.inverted_dropout = false;
+  Mlp scaled(config);
+  inverted.init_weights(3);
+  scaled.init_weights(3);
+  const Batch batch = image_batch(5, 9, 4);
+  inverted.forward(batch, false, 0, 0);
+  scaled.forward(batch, false, 0, 0);
+  const std::vector<float> bias(scaled.parameters()[3]->values().begin(), scaled.parameters()[3]->values().end());
+  double largest = 0.0;
+  for (int64_t r = 0; r < 5; ++r)
+    for (int64_t c = 0; c < 4; ++c) {
+      const double want = 0.75 * (inverted.outputs().at(r, c) - bias[static_cast<std::size_t>(c)]);
+      EXPECT_NEAR(scaled.outputs().at(r, c) - bias[static_cast<std::size_t>(c)], want, 1e-5) << r << " " << c;
+      largest = std::max(largest, std::abs(want));
+    }
+  EXPECT_GT(largest, 0.01);
+}
 
 // Scaled sparse initialization: each row's kept weights times sqrt(cols / kept in the row),
 // compressed and masked-dense alike; dense parameters, biases and pruned slots untouched.

@@ -278,6 +278,51 @@ TEST(Algorithms, SetKeepsTheLargestAndRegrowsRandomlyToTheExactCount) {
   EXPECT_FALSE(after == mask_before);
 }
 
+// grow_init_std: regrown weights are N(0, std^2) draws (the SET reference code's randn / 10);
+// survivors keep their values; the default regrows zeros; a negative value is refused.
+TEST(Algorithms, SetRegrowsWithNormalDrawsWhenAskedElseZeros) {
+  for (const double std : {0.0, 0.5}) {
+    SCOPED_TRACE(std);
+    struct Wide : Module {
+      Wide() : Module("Wide") {
+        fc = &register_module("fc", std::make_unique<Linear>(200, 300));
+        testing::fill_distinct(*this);
+      }
+      Linear* fc;
+    } model;
+    SparsityOptions o;
+    o.seed = 2;
+    SET set(LevelSchedule::constant(0.8), UpdateSchedule::every(10), LevelSchedule::constant(0.3), o);
+    set.set_grow_init_std(std);
+    set.apply(model);
+    Parameter& p = *model.fc->weight;
+    const Matrix before = p.to_dense();
+    const Mask mask_before = p.mask();
+    set.update(10);
+    const Matrix after = p.to_dense();
+    const Mask mask_after = p.mask();
+    double sum = 0.0, squares = 0.0;
+    int64_t grown = 0;
+    for (int64_t i = 0; i < after.size(); ++i) {
+      if (!mask_after.data()[i]) continue;
+      if (mask_before.data()[i]) {
+        ASSERT_EQ(after.data()[i], before.data()[i]) << "a survivor keeps its value";
+        continue;
+      }
+      ++grown;
+      sum += after.data()[i];
+      squares += static_cast<double>(after.data()[i]) * after.data()[i];
+    }
+    ASSERT_GT(grown, 3000);
+    const double n = static_cast<double>(grown);
+    EXPECT_NEAR(sum / n, 0.0, 0.05);
+    EXPECT_NEAR(std::sqrt(squares / n), std, 0.03);
+  }
+  SET set(LevelSchedule::constant(0.8), UpdateSchedule::every(10));
+  EXPECT_NE(error_of([&] { set.set_grow_init_std(-1.0); }).find("'grow_init_std' must be a finite number >= 0"),
+            std::string::npos);
+}
+
 TEST(Algorithms, StartingLaterKeepsParametersDenseThenPrunesToTheLevel) {
   Toy toy;
   SET set(LevelSchedule::constant(0.8), UpdateSchedule::every(100, 300), LevelSchedule::constant(0.3));
