@@ -122,7 +122,7 @@ def main():
             steps = int(budget // per_step)
             name = f"{kind}_w{width}"
             write(pareto, f"{name}.yaml", config_text(kind, level, width, steps))
-            lines.append(f"{name:<18} {name + '.yaml':<22} 0    2       20")
+            lines.append(f"{name:<18} {name + '.yaml':<22} 0    2       5")
     write(pareto, "runs", "\n".join(lines) + "\n")
 
     # 2. Block sizes for the dynamic method at 90%, width 384, the same steps as its CSR run.
@@ -133,7 +133,7 @@ def main():
              "# run        config          seed threads quick_steps"]
     for fmt, tag in (("csr", "b1"), ("bcsr4", "b4"), ("bcsr8", "b8"), ("bcsr16", "b16")):
         write(blocks, f"{tag}.yaml", config_text("dynamic", 0.9, 384, steps, fmt))
-        lines.append(f"{tag:<12} {tag + '.yaml':<15} 0    2       20")
+        lines.append(f"{tag:<12} {tag + '.yaml':<15} 0    2       5")
     write(blocks, "runs", "\n".join(lines) + "\n")
 
     # 3. Unstructured vs 2:4 at 50%, width 256, dynamic (2:4 regrows within each group of four).
@@ -143,7 +143,7 @@ def main():
              "# run            config              seed threads quick_steps"]
     for name, kind, fmt in (("dense", "dense", "csr"), ("unstructured50", "dynamic", "csr"), ("nm2_4", "dynamic", '"2:4"')):
         write(nm, f"{name}.yaml", config_text(kind, 0.5, 256, args.budget_steps, fmt))
-        lines.append(f"{name:<16} {name + '.yaml':<19} 0    2       20")
+        lines.append(f"{name:<16} {name + '.yaml':<19} 0    2       5")
     write(nm, "runs", "\n".join(lines) + "\n")
 
     # 4. SPDF: pre-train on Brown without its news genre, 75% static sparse or dense; then fine-tune
@@ -160,11 +160,11 @@ def main():
     lines = ["# SPDF (Thangarasa et al. 2023) in miniature: pre-train dense or 75% sparse without news, fine-tune",
              "# dense on news; news from scratch for scale. Fine-tunes wait for their pre-training (@run).",
              "# run               config                  seed threads quick_steps options",
-             "pretrain_dense      pretrain_dense.yaml     0    2       20",
-             "pretrain_sparse75   pretrain_sparse75.yaml  0    2       20",
-             "finetune_dense      finetune_news.yaml      0    2       10          --checkpoint_path @pretrain_dense --load_checkpoint_states model",
-             "finetune_sparse75   finetune_news.yaml      0    2       10          --checkpoint_path @pretrain_sparse75 --load_checkpoint_states model",
-             "scratch_news        finetune_news.yaml      0    2       10"]
+             "pretrain_dense      pretrain_dense.yaml     0    2       5",
+             "pretrain_sparse75   pretrain_sparse75.yaml  0    2       5",
+             "finetune_dense      finetune_news.yaml      0    2       5          --checkpoint_path @pretrain_dense --load_checkpoint_states model",
+             "finetune_sparse75   finetune_news.yaml      0    2       5          --checkpoint_path @pretrain_sparse75 --load_checkpoint_states model",
+             "scratch_news        finetune_news.yaml      0    2       5"]
     write(spdf, "runs", "\n".join(lines) + "\n")
 
 
