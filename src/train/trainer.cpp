@@ -238,12 +238,14 @@ int run(Setup& s, const RunOptions& o) {
   json state = json::object();
   const std::vector<int64_t> done = complete_checkpoints(dir);
   const bool training = o.mode != RunMode::Eval;
+  // A weights-only checkpoint only seeds a new run; after that the directory's own checkpoints
+  // count, as for a run without --checkpoint_path. `resume_from` is the checkpoint whose run goes on.
   const bool weights_only = o.weights_only && training && !o.checkpoint_path.empty();
-  const bool initialize_from = weights_only && done.empty();
-  const std::string from = !o.checkpoint_path.empty() && !weights_only ? o.checkpoint_path
-                           : !done.empty()                             ? checkpoint_model_path(dir, done.back())
-                                                                       : "";
-  if (initialize_from) {
+  const std::string resume_from = weights_only ? std::string() : o.checkpoint_path;
+  const std::string from = !resume_from.empty() ? resume_from
+                           : !done.empty()      ? checkpoint_model_path(dir, done.back())
+                                                : "";
+  if (weights_only && done.empty()) {
     check_fresh_directory(dir);
     load_model_weights(o.checkpoint_path, model);
     fmt::print("starting from the weights of {}\n", o.checkpoint_path);
@@ -262,12 +264,11 @@ int run(Setup& s, const RunOptions& o) {
   } else {
     check_fresh_directory(dir);
   }
-  if (!o.checkpoint_path.empty() && !weights_only && training && !done.empty() &&
-      done.back() > state.value("step", int64_t{0}))
+  if (!resume_from.empty() && training && !done.empty() && done.back() > state.value("step", int64_t{0}))
     fail("{}: holds checkpoints up to step {}, and training on from step {} of {} would overwrite and delete them; "
          "choose another --model_dir",
-         dir, done.back(), state.value("step", int64_t{0}), o.checkpoint_path);
-  if ((o.checkpoint_path.empty() || weights_only) && !done.empty() && training)
+         dir, done.back(), state.value("step", int64_t{0}), resume_from);
+  if (resume_from.empty() && !done.empty() && training)
     fmt::print("resuming from {} (step {})\n", from, done.back());
   if (state.contains("step")) {
     start = state["step"].get<int64_t>();
@@ -302,7 +303,7 @@ int run(Setup& s, const RunOptions& o) {
     return j;
   };
   // The step whose complete checkpoint in `dir` holds the current state, if one does.
-  int64_t saved = (o.checkpoint_path.empty() || weights_only) && start > 0 ? start : -1;
+  int64_t saved = resume_from.empty() && start > 0 ? start : -1;
   auto checkpoint = [&](int64_t step) {
     save_checkpoint(dir, step, model, optimizer, trainer_state(step));
     prune_checkpoints(dir, rc.keep_checkpoints);
