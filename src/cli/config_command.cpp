@@ -134,7 +134,9 @@ void print_plan(const Setup& s) {
       row[7] = c.algorithm->name();
       row[8] = fmt::format("{:.4f}", c.level);
       row[9] = distribution_name(c.algorithm->options().distribution);
-      row[10] = c.algorithm->sparsity_schedule().describe();
+      // An override fixes the level for the whole run; the group's schedule does not apply.
+      row[10] = c.algorithm->options().overrides.contains(p.name()) ? std::string("override")
+                                                                   : c.algorithm->sparsity_schedule().describe();
       row[11] = describe_update(s.config.sparsity.groups.at(c.group - 1));
     }
     rows.push_back(std::move(row));

@@ -282,7 +282,32 @@ sparsity:
     EXPECT_EQ(row[7], e.algorithm);
   }
   EXPECT_EQ(plan_row(r.out, "layers.0.weight").back(), "masks)");  // update: never (static masks)
+  EXPECT_EQ(plan_row(r.out, "layers.1.weight")[10], "constant(0.75)");
   EXPECT_TRUE(contains(r.out, counts_line(total, kept, sparse, sparse_kept, 3))) << r.out;
+}
+
+TEST(CliConfig, AnOverriddenParameterShowsItsFixedLevelNotTheGroupSchedule) {
+  const std::string path =
+      write_config("plan_override.yaml", R"(model: {name: mlp, input_size: 20, hidden_sizes: [16], num_classes: 4}
+train_input: {data: fashion_mnist, batch_size: 4}
+optimizer: {optimizer_type: sgd, learning_rate: 0.1}
+runconfig: {max_steps: 10}
+sparsity:
+  algorithm: gmp
+  sparsity: {type: polynomial, init: 0.0, final: 0.8, begin: 0, end: 8}
+  update: {freq: 2}
+  overrides: {layers.1.weight: 0.5}
+)");
+  const CliResult r = run_cli({"config", "--params", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> first = plan_row(r.out, "layers.0.weight");
+  const std::vector<std::string> second = plan_row(r.out, "layers.1.weight");
+  ASSERT_GE(first.size(), 11u) << r.out;
+  ASSERT_GE(second.size(), 11u) << r.out;
+  EXPECT_EQ(first[8], "0.0000");
+  EXPECT_TRUE(first[10].starts_with("polynomial(")) << r.out;
+  EXPECT_EQ(second[8], "0.5000");
+  EXPECT_EQ(second[10], "override");
 }
 
 TEST(CliConfig, AnInvalidWholeConfigExitsOneNamingFileLineColumnAndKey) {
