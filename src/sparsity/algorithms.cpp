@@ -9,20 +9,6 @@
 
 namespace sparsetrain {
 
-namespace {
-
-// Kept units of a mask: elements, or blocks (a kept block keeps its top-left element, which is
-// always inside the matrix).
-int64_t kept_in(const Mask& mask, const FormatSpec& f) {
-  if (f.kind == FormatKind::NM || f.block == 1) return mask.nnz();
-  int64_t kept = 0;
-  for (int64_t r = 0; r < mask.rows(); r += f.block)
-    for (int64_t c = 0; c < mask.cols(); c += f.block) kept += mask.at(r, c);
-  return kept;
-}
-
-}  // namespace
-
 Static::Static(double sparsity, SparsityOptions options)
     : SparsityAlgorithm(LevelSchedule::constant(sparsity), std::move(options)) {
   if (!(sparsity >= 0.0 && sparsity < 1.0)) fail("static: sparsity must be in [0, 1), got {}", sparsity);
@@ -50,7 +36,7 @@ Mask DropAndGrow::update_mask(Parameter& p, const Mask& mask, double sparsity, i
   const Matrix magnitude = abs_values(p.to_dense()), grow = grow_scores(p, step);
   auto drop_and_grow = [&](const Stripe& s, const Mask* current) {
     const int64_t target = kept_count(sparsity, mask_units(f, s.rows, s.cols));
-    const int64_t keep = std::min(kept_units(drop, kept_in(*current, f)), target);
+    const int64_t keep = std::min(kept_units(drop, units_kept_by(*current, f)), target);
     return grow_maximum(s.of(grow), drop_minimum(s.of(magnitude), *current, f, keep), f, target);
   };
   if (const std::optional<Balance> b = balance(p, f))

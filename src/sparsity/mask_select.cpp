@@ -185,6 +185,10 @@ int64_t mask_units(const FormatSpec& format, int64_t rows, int64_t cols) {
   return unit_grid(format, rows, cols).units();
 }
 
+int64_t units_kept_by(const Mask& mask, const FormatSpec& format) {
+  return count_present(present_units("units_kept_by", unit_grid(format, mask.rows(), mask.cols()), mask, format));
+}
+
 int64_t kept_units(double sparsity, int64_t units) {
   if (!(sparsity >= 0.0 && sparsity <= 1.0)) fail("kept_units: sparsity {} is outside [0, 1]", sparsity);
   // The epsilon stops a product such as (1 - 0.9) * 100 = 9.999999999999998 from losing a unit.

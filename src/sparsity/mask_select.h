@@ -22,6 +22,9 @@ namespace sparsetrain {
 // Units of a rows x cols mask: elements, or blocks including the clipped edge blocks.
 int64_t mask_units(const FormatSpec& format, int64_t rows, int64_t cols);
 
+// Units `mask` keeps: elements, or whole blocks (it must be block-uniform).
+int64_t units_kept_by(const Mask& mask, const FormatSpec& format);
+
 // Units a mask at `sparsity` keeps: (1 - sparsity) * units truncated, as Cerebras does. Throws
 // for a sparsity outside [0, 1].
 int64_t kept_units(double sparsity, int64_t units);

@@ -203,6 +203,19 @@ TEST(MaskSelect, KeptUnitsTruncatesLikeCerebrasWithoutLosingExactProducts) {
   EXPECT_EQ(kept_units(1.0, 42), 0);
 }
 
+TEST(MaskSelect, UnitsKeptByCountsKeptElementsOrBlocksAsTheReferenceDoes) {
+  for (const FormatSpec& f : {FormatSpec::csr(), FormatSpec::bcsr(4), FormatSpec::bcsr(16), FormatSpec::nm(2, 4)})
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{37, 52}, {1, 4}, {16, 16}}) {
+      SCOPED_TRACE(f.name() + " " + std::to_string(rows) + "x" + std::to_string(cols));
+      const Mask present = random_present(f, rows, cols, 11);
+      const std::vector<uint8_t> units = ref_present(present, f);
+      const int64_t expected = std::count(units.begin(), units.end(), 1);
+      ASSERT_GT(expected, 0);
+      EXPECT_EQ(units_kept_by(present, f), expected);
+      EXPECT_EQ(units_kept_by(Mask(rows, cols), f), 0);
+    }
+}
+
 TEST(MaskSelect, KeptUnitsRejectsSparsityOutsideTheUnitInterval) {
   expect_error([] { kept_units(1.5, 10); }, {"kept_units", "sparsity 1.5", "[0, 1]"});
   expect_error([] { kept_units(-0.1, 10); }, {"-0.1"});
@@ -467,6 +480,7 @@ TEST(MaskSelect, RejectsABlockMaskThatSplitsABlock) {
   expect_error([&] { drop_minimum(s, m, FormatSpec::bcsr(4), 1); },
                {"drop_minimum", "bcsr4", "not block-uniform", "block (1, 0)"});
   expect_error([&] { grow_maximum(s, m, FormatSpec::bcsr(4), 4); }, {"grow_maximum", "block (1, 0)"});
+  expect_error([&] { units_kept_by(m, FormatSpec::bcsr(4)); }, {"units_kept_by", "block (1, 0)"});
 }
 
 }  // namespace
