@@ -164,9 +164,12 @@ json trainer_state_of(const SafetensorsFile& state, const std::string& state_pat
 
 }  // namespace
 
-json read_trainer_state(const std::string& model_path) {
-  const std::string state_path = checkpoint_state_path_of(model_path);
-  return trainer_state_of(read_safetensors(state_path), state_path);
+CheckpointState read_checkpoint_state(const std::string& model_path) {
+  CheckpointState state;
+  state.path = checkpoint_state_path_of(model_path);
+  state.file = read_safetensors(state.path);
+  state.trainer = trainer_state_of(state.file, state.path);
+  return state;
 }
 
 void load_model_weights(const std::string& model_path, Module& model) {
@@ -202,29 +205,30 @@ json load_checkpoint(const std::string& model_path, Module& model, Optimizer* op
     fail("{}: does not fit this model: {}", model_path, e.what());
   }
   if (optimizer == nullptr) return json::object();
+  CheckpointState state = read_checkpoint_state(model_path);
+  load_optimizer_state(state, *optimizer);
+  return std::move(state.trainer);
+}
 
-  const std::string state_path = checkpoint_state_path_of(model_path);
-  const SafetensorsFile state = read_safetensors(state_path);
-  const json trainer = trainer_state_of(state, state_path);
-  if (const auto saved = trainer.find("optimizer"); saved != trainer.end() && *saved != optimizer->name())
-    fail("{}: saved by the optimizer {}; this run's optimizer.optimizer_type is '{}'", state_path,
-         saved->is_string() ? fmt::format("'{}'", saved->get<std::string>()) : saved->dump(), optimizer->name());
+void load_optimizer_state(const CheckpointState& state, Optimizer& optimizer) {
+  if (const auto saved = state.trainer.find("optimizer"); saved != state.trainer.end() && *saved != optimizer.name())
+    fail("{}: saved by the optimizer {}; this run's optimizer.optimizer_type is '{}'", state.path,
+         saved->is_string() ? fmt::format("'{}'", saved->get<std::string>()) : saved->dump(), optimizer.name());
   std::size_t used = 0;
-  for (Parameter* p : optimizer->params())
-    for (const std::string& key : optimizer->state_keys()) {
-      const StateTensor* t = state.tensors.find(p->name() + "." + key);
+  for (Parameter* p : optimizer.params())
+    for (const std::string& key : optimizer.state_keys()) {
+      const StateTensor* t = state.file.tensors.find(p->name() + "." + key);
       if (t == nullptr) continue;
       AlignedBuffer<float>& buffer = p->state(key);
       if (t->is_mask || t->values.size() != buffer.size())
-        fail("{}: tensor '{}' holds {} values; parameter '{}' has {} trainable values", state_path, t->name,
+        fail("{}: tensor '{}' holds {} values; parameter '{}' has {} trainable values", state.path, t->name,
              t->values.size(), p->name(), buffer.size());
       std::copy(t->values.begin(), t->values.end(), buffer.begin());
       ++used;
     }
-  if (used != state.tensors.tensors.size())
-    fail("{}: holds {} optimizer tensors, but this model and optimizer ({}) use {}", state_path,
-         state.tensors.tensors.size(), optimizer->name(), used);
-  return trainer;
+  if (used != state.file.tensors.tensors.size())
+    fail("{}: holds {} optimizer tensors, but this model and optimizer ({}) use {}", state.path,
+         state.file.tensors.tensors.size(), optimizer.name(), used);
 }
 
 }  // namespace sparsetrain

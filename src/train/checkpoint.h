@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "nn/module.h"
 #include "optim/optimizer.h"
 
@@ -46,13 +47,22 @@ void prune_checkpoints(const std::string& dir, int64_t keep);
 
 // The state file beside a model file: checkpoint_N.safetensors -> checkpoint_N.state.safetensors.
 std::string checkpoint_state_path_of(const std::string& model_path);
-// The trainer JSON in the state file beside `model_path`; an Error names the file and the reason.
-nlohmann::json read_trainer_state(const std::string& model_path);
+// The state file beside a model file, read once: the optimizer's tensors and the trainer JSON.
+struct CheckpointState {
+  std::string path;
+  SafetensorsFile file;
+  nlohmann::json trainer;
+};
+// Reads the state file beside `model_path`; an Error names the file and the reason.
+CheckpointState read_checkpoint_state(const std::string& model_path);
 
 // Loads a model file's tensors into `model` (strict: every parameter and mask must be there with
 // its shape). With `optimizer`, also the state file beside it (`checkpoint_N.state.safetensors`)
 // and returns its trainer JSON; an Error names the file and the mismatched tensor or field.
 nlohmann::json load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer);
+// Copies a state file's buffers into `optimizer` (same optimizer, one tensor per parameter and key,
+// none left over); an Error names the file and the mismatched tensor.
+void load_optimizer_state(const CheckpointState& state, Optimizer& optimizer);
 
 // Loads only the weights of a model file (Cerebras' `load_checkpoint_states: model`), to start a
 // new run from another's weights, e.g. dense fine-tuning after sparse pre-training (SPDF): a mask

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -251,14 +252,19 @@ int run(Setup& s, const RunOptions& o) {
     fmt::print("starting from the weights of {}\n", o.checkpoint_path);
   } else if (!from.empty()) {
     // Evaluating a model file without its state file (--checkpoint_path) checks its tensors only.
-    json saved_state;
+    std::optional<CheckpointState> saved;
     if (training || fs::exists(checkpoint_state_path_of(from))) {
-      saved_state = read_trainer_state(from);
-      check_same_run(saved_state, s, checkpoint_state_path_of(from), training);
+      saved = read_checkpoint_state(from);
+      check_same_run(saved->trainer, s, saved->path, training);
     }
-    state = load_checkpoint(from, model, training ? &optimizer : nullptr);
-    // Evaluation loads no optimizer, but reports the step the checkpoint was saved at.
-    if (!training && saved_state.contains("step")) start = saved_state["step"].get<int64_t>();
+    load_checkpoint(from, model, nullptr);
+    if (training) {
+      load_optimizer_state(*saved, optimizer);
+      state = std::move(saved->trainer);
+    } else if (saved && saved->trainer.contains("step")) {
+      // Evaluation loads no optimizer, but reports the step the checkpoint was saved at.
+      start = saved->trainer["step"].get<int64_t>();
+    }
   } else if (!training) {
     fail("{}: no complete checkpoint to evaluate; train first or give --checkpoint_path", dir);
   } else {

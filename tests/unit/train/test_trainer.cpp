@@ -174,7 +174,7 @@ TEST_F(TrainerTest, WeightsOnlyStartsANewRunFromAnotherRunsWeights) {
   };
   ASSERT_EQ(fine_tune(4), 0);
   EXPECT_TRUE(fs::exists(tuned / "params.yaml"));
-  EXPECT_EQ(read_trainer_state(checkpoint_model_path(tuned.string(), 4))["step"], 4);
+  EXPECT_EQ(read_checkpoint_state(checkpoint_model_path(tuned.string(), 4)).trainer["step"], 4);
   ASSERT_EQ(fine_tune(6), 0);
   EXPECT_EQ(complete_checkpoints(tuned.string()), (std::vector<int64_t>{4, 6}));
 
