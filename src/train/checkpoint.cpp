@@ -173,10 +173,10 @@ CheckpointState read_checkpoint_state(const std::string& model_path) {
 }
 
 void load_model_weights(const std::string& model_path, Module& model) {
-  const SafetensorsFile file = read_safetensors(model_path);
+  SafetensorsFile file = read_safetensors(model_path);
   StateDict weights;
-  for (const StateTensor& t : file.tensors.tensors)
-    if (!t.is_mask) weights.add(t);
+  for (StateTensor& t : file.tensors.tensors)
+    if (!t.is_mask) weights.add(std::move(t));  // masks stay in `file`, found by name below
   for (const Module::Entry& e : model.named_parameters()) {
     const Parameter& p = *e.param;
     if (!p.is_sparse()) continue;

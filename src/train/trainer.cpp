@@ -317,7 +317,8 @@ int run(Setup& s, const RunOptions& o) {
   };
 
   fmt::print("{}\n{}\n", model.describe(), s.data->describe());
-  fmt::print("training steps {} to {} on {} threads; model directory {}\n", start + 1, steps, num_threads(), dir);
+  fmt::print("training steps {} to {} on {} thread{}; model directory {}\n", start + 1, steps, num_threads(),
+             num_threads() == 1 ? "" : "s", dir);
   std::fflush(stdout);
   ProgressBar bar(o.progress, steps);
   Batch batch;
