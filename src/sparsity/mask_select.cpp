@@ -186,7 +186,9 @@ int64_t mask_units(const FormatSpec& format, int64_t rows, int64_t cols) {
 }
 
 int64_t units_kept_by(const Mask& mask, const FormatSpec& format) {
-  return count_present(present_units("units_kept_by", unit_grid(format, mask.rows(), mask.cols()), mask, format));
+  const UnitGrid g = unit_grid(format, mask.rows(), mask.cols());
+  if (g.b == 1) return mask.nnz();  // units are elements: no per-unit table to build
+  return count_present(present_units("units_kept_by", g, mask, format));
 }
 
 int64_t kept_units(double sparsity, int64_t units) {
