@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "formats/column_slices.h"
+#include "formats/gather.h"
 #include "kernels/spmm.h"
 
 namespace sparsetrain {
@@ -42,12 +43,10 @@ BlockSparseView BlockSparseMatrix::view() const {
           slice_ptr_.empty() ? nullptr : slice_ptr_.data()};
 }
 
-BlockSparseView BlockSparseMatrix::transposed_view() {
-  if (transposed_stale_) {
-    transposed_.refresh(values_.data());
-    transposed_stale_ = false;
-  }
-  return transposed_.view();
+BlockSparseView BlockSparseMatrix::transposed_view() const {
+  float* values = transposed_values_scratch(static_cast<std::size_t>(transposed_.values_size()));
+  transposed_.gather_values(values_.data(), values);
+  return transposed_.view(values);
 }
 
 int64_t BlockSparseMatrix::in_range(int64_t br, int32_t col) const {
@@ -60,7 +59,7 @@ void BlockSparseMatrix::reserve(int64_t nnz) {
   const int64_t blocks = (nnz + bb - 1) / bb + (block_ > 1 ? block_rows_ : 0);
   col_.reserve(blocks);
   values_.reserve(blocks * bb);
-  transposed_.reserve(blocks, block_);
+  transposed_.reserve(blocks);
 }
 
 namespace {
@@ -185,7 +184,6 @@ void BlockSparseMatrix::commit_structure() {
   }
   build_column_slices(view(), slice_ptr_);
   transposed_.build(view());
-  transposed_stale_ = true;
 }
 
 void BlockSparseMatrix::assign(ConstMatrixView dense, const Mask& mask) {
@@ -312,12 +310,12 @@ void BlockSparseMatrix::forward(const PackedTokens& x, const float* bias, Matrix
   spmm_fwd(view(), x, bias, y);
 }
 
-void BlockSparseMatrix::backward_data(const PackedTokens& dy, MatrixView dx) {
+void BlockSparseMatrix::backward_data(const PackedTokens& dy, MatrixView dx) const {
   spmm_fwd(transposed_view(), dy, nullptr, dx);
 }
 
 void BlockSparseMatrix::backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
-                                 bool accumulate) {
+                                 bool accumulate) const {
   if (block_ != 1 || dx.data == nullptr) return SparseWeight::backward(dy, x, dx, dvalues, accumulate);
   const BlockSparseView wt = transposed_view();
   AlignedBuffer<float>& transposed_grad = call_scratch().transposed_grad;

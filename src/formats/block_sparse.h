@@ -20,7 +20,8 @@ class BlockSparseMatrix final : public SparseWeight {
   FormatSpec format() const override { return FormatSpec::bcsr(block_); }
   int block() const { return block_; }
   BlockSparseView view() const;
-  BlockSparseView transposed_view();  // refreshed if stale
+  // W^T over values gathered into the calling thread's scratch (valid until its next call).
+  BlockSparseView transposed_view() const;
 
   void assign(ConstMatrixView dense, const Mask& mask) override;
   void update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions = {}) override;
@@ -35,12 +36,11 @@ class BlockSparseMatrix final : public SparseWeight {
   std::span<const float> values() const override { return {values_.data(), values_.size()}; }
 
   void forward(const PackedTokens& x, const float* bias, MatrixView y) const override;
-  void backward_data(const PackedTokens& dy, MatrixView dx) override;
-  void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
-                        bool accumulate) const override;
+  void backward_data(const PackedTokens& dy, MatrixView dx) const override;
+  void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate) const override;
   // CSR: one fused sweep over W^T computes dX and dW (see csr_backward).
   void backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
-                bool accumulate) override;
+                bool accumulate) const override;
   std::size_t memory_bytes() const override;
 
  private:

@@ -25,14 +25,11 @@ NmMatrix::NmMatrix(int64_t rows, int64_t cols, int n, int m)
   commit_structure();
 }
 
-NmTransposedView NmMatrix::transposed_view() {
+NmTransposedView NmMatrix::transposed_view() const {
   const int64_t entries = rows_ * groups_;
-  if (transposed_stale_) {
-    parallel_gather(values_.data(), t_source_.data(), entries, n_, t_values_.data());
-    transposed_stale_ = false;
-  }
-  return {rows_,           cols_, n_, m_, t_slices_, t_buckets_, t_ptr_.data(), t_row_.data(), t_offset_.data(),
-          t_values_.data()};
+  float* values = transposed_values_scratch(static_cast<std::size_t>(entries * n_));
+  parallel_gather(values_.data(), t_source_.data(), entries, n_, values);
+  return {rows_, cols_, n_, m_, t_slices_, t_buckets_, t_ptr_.data(), t_row_.data(), t_offset_.data(), values};
 }
 
 // Row-parallel. Threads cannot throw, so each notes its first group with the wrong count and the
@@ -84,7 +81,6 @@ void NmMatrix::commit_structure() {
   t_row_.resize(entries);
   t_source_.resize(entries);
   t_offset_.resize(entries * n_);
-  t_values_.resize(entries * n_);
   stable_bucket_sort(
       rows_, t_slices_ * groups_ * t_buckets_, [&](int64_t r) { return r * groups_; }, key_of,
       [&](int32_t slot, int64_t e, int64_t r) {
@@ -93,7 +89,6 @@ void NmMatrix::commit_structure() {
         for (int s = 0; s < n_; ++s) t_offset_[slot * n_ + s] = offsets[e * n_ + s];
       },
       t_ptr_, t_cursor_);
-  transposed_stale_ = true;
 }
 
 void NmMatrix::assign(ConstMatrixView dense, const Mask& mask) {
@@ -182,7 +177,7 @@ void NmMatrix::validate() const {
 
 void NmMatrix::forward(const PackedTokens& x, const float* bias, MatrixView y) const { nm_fwd(view(), x, bias, y); }
 
-void NmMatrix::backward_data(const PackedTokens& dy, MatrixView dx) { nm_bwd_data(transposed_view(), dy, dx); }
+void NmMatrix::backward_data(const PackedTokens& dy, MatrixView dx) const { nm_bwd_data(transposed_view(), dy, dx); }
 
 void NmMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate) const {
   nm_sddmm(view(), dy, x, dvalues, accumulate);
@@ -190,7 +185,7 @@ void NmMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, f
 
 std::size_t NmMatrix::memory_bytes() const {
   return offset_.bytes() + next_offset_.bytes() + values_.bytes() + t_ptr_.bytes() + t_row_.bytes() +
-         t_cursor_.bytes() + t_source_.bytes() + t_offset_.bytes() + t_values_.bytes();
+         t_cursor_.bytes() + t_source_.bytes() + t_offset_.bytes();
 }
 
 }  // namespace sparsetrain

@@ -5,8 +5,8 @@
 // Storage: values and in-group offsets (uint8) for rows x (cols / M) x N entries, slots of a
 // group ascending by offset. W^T is not N:M, so backward-data runs on a companion that lists the
 // same entries by column group and kept pattern (NmTransposedView), rebuilt with the structure;
-// its values are gathered from values() through a stored permutation when they are stale. The
-// shape needs cols % M == 0.
+// its values are gathered from values() through a stored permutation on every backward-data
+// call (formats/gather.h). The shape needs cols % M == 0.
 #include "core/aligned_buffer.h"
 #include "formats/sparse_weight.h"
 #include "kernels/sparse_view.h"
@@ -19,7 +19,8 @@ class NmMatrix final : public SparseWeight {
 
   FormatSpec format() const override { return FormatSpec::nm(n_, m_); }
   NmView view() const { return {rows_, cols_, n_, m_, offset_.data(), values_.data()}; }
-  NmTransposedView transposed_view();
+  // Valid until the calling thread's next call (its values live in that thread's scratch).
+  NmTransposedView transposed_view() const;
 
   void assign(ConstMatrixView dense, const Mask& mask) override;
   void update_mask(const Mask& mask, std::span<AlignedBuffer<float>* const> companions = {}) override;
@@ -34,9 +35,8 @@ class NmMatrix final : public SparseWeight {
   std::span<const float> values() const override { return {values_.data(), values_.size()}; }
 
   void forward(const PackedTokens& x, const float* bias, MatrixView y) const override;
-  void backward_data(const PackedTokens& dy, MatrixView dx) override;
-  void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
-                        bool accumulate) const override;
+  void backward_data(const PackedTokens& dy, MatrixView dx) const override;
+  void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate) const override;
   std::size_t memory_bytes() const override;
 
  private:
@@ -53,9 +53,8 @@ class NmMatrix final : public SparseWeight {
   int64_t t_slices_ = 1;
   int t_buckets_ = 1;
   AlignedBuffer<int32_t> t_ptr_, t_row_, t_cursor_;  // t_cursor_: sort scratch
-  AlignedBuffer<int32_t> t_source_;  // per entry: its (row, group) index r * groups + g in W
+  AlignedBuffer<int32_t> t_source_;                  // per entry: its (row, group) index r * groups + g in W
   AlignedBuffer<uint8_t> t_offset_;
-  AlignedBuffer<float> t_values_;
 };
 
 }  // namespace sparsetrain

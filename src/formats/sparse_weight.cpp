@@ -25,7 +25,7 @@ Matrix SparseWeight::to_dense() const {
 }
 
 void SparseWeight::backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
-                            bool accumulate) {
+                            bool accumulate) const {
   if (dx.data != nullptr) backward_data(dy, dx);
   backward_weights(dy, x, dvalues, accumulate);
 }

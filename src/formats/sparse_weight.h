@@ -6,8 +6,8 @@
 // Built for dynamic sparsity: update_mask() rebuilds the structure in place from a new mask,
 // keeping the values of surviving connections and starting new ones at zero, within the capacity
 // given by reserve() (no allocation when the nonzero count stays within it). The transposed
-// companion that backward-data needs is rebuilt with the structure; its values are refreshed
-// lazily by one O(nnz) gather after values_changed() (call it after every optimizer step).
+// companion that backward-data needs is rebuilt with the structure; its values are gathered
+// from values() by every backward call (one O(nnz) pass), so values may change at any time.
 #include <memory>
 #include <span>
 
@@ -59,19 +59,18 @@ class SparseWeight {
 
   virtual std::span<float> values() = 0;
   virtual std::span<const float> values() const = 0;
-  void values_changed() { transposed_stale_ = true; }
 
   // Y [T x rows] = X W^T + bias.
   virtual void forward(const PackedTokens& x, const float* bias, MatrixView y) const = 0;
-  // dX [T x cols] = dY W (refreshes the transposed values first when stale).
-  virtual void backward_data(const PackedTokens& dy, MatrixView dx) = 0;
+  // dX [T x cols] = dY W.
+  virtual void backward_data(const PackedTokens& dy, MatrixView dx) const = 0;
   // dvalues[i] (+)= gradient of values()[i]: dY^T X sampled at the stored entries.
   virtual void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                                 bool accumulate = false) const = 0;
   // Both backward passes (dX skipped when dx.data is null). Formats whose kernels can share
   // work between the two override it.
   virtual void backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
-                        bool accumulate = false);
+                        bool accumulate = false) const;
 
  protected:
   SparseWeight(int64_t rows, int64_t cols) : rows_(rows), cols_(cols) {}
@@ -80,7 +79,6 @@ class SparseWeight {
 
   int64_t rows_;
   int64_t cols_;
-  bool transposed_stale_ = true;
 };
 
 }  // namespace sparsetrain

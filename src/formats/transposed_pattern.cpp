@@ -10,17 +10,15 @@
 
 namespace sparsetrain {
 
-void TransposedPattern::reserve(int64_t blocks, int block) {
+void TransposedPattern::reserve(int64_t blocks) {
   col_.reserve(blocks);
   perm_.reserve(blocks);
-  values_.reserve(blocks * block * block);
   // Growing the buffers may move them: the view must not keep pointing at the old ones.
   view_.col = col_.data();
-  view_.values = values_.data();
 }
 
 std::size_t TransposedPattern::memory_bytes() const {
-  return row_ptr_.bytes() + col_.bytes() + perm_.bytes() + cursor_.bytes() + slice_ptr_.bytes() + values_.bytes();
+  return row_ptr_.bytes() + col_.bytes() + perm_.bytes() + cursor_.bytes() + slice_ptr_.bytes();
 }
 
 void TransposedPattern::build(const BlockSparseView& src) {
@@ -31,7 +29,6 @@ void TransposedPattern::build(const BlockSparseView& src) {
   const int64_t blocks = src.blocks();
   col_.resize(blocks);
   perm_.resize(blocks);
-  values_.resize(blocks * b * b);
   stable_bucket_sort(
       src.block_rows, t_rows, [&](int64_t br) { return src.row_ptr[br]; },
       [&](int64_t k, int64_t) { return src.col[k] >> shift; },
@@ -40,16 +37,21 @@ void TransposedPattern::build(const BlockSparseView& src) {
         perm_[slot] = static_cast<int32_t>(k);
       },
       row_ptr_, cursor_);
-  view_ = {src.cols, src.rows, b, t_rows, row_ptr_.data(), col_.data(), values_.data()};
+  view_ = {src.cols, src.rows, b, t_rows, row_ptr_.data(), col_.data(), nullptr};
   build_column_slices(view_, slice_ptr_);
   view_.slice_ptr = slice_ptr_.empty() ? nullptr : slice_ptr_.data();
 }
 
-void TransposedPattern::refresh(const float* src_values) {
+BlockSparseView TransposedPattern::view(const float* values) const {
+  BlockSparseView v = view_;
+  v.values = values;
+  return v;
+}
+
+void TransposedPattern::gather_values(const float* src_values, float* dst) const {
   const int b = view_.block;
   const int64_t blocks = view_.blocks();
   const int64_t bb = static_cast<int64_t>(b) * b;
-  float* dst = values_.data();
   if (b == 1) return parallel_gather(src_values, perm_.data(), blocks, 1, dst);
   // Blocks are gathered through perm_ and transposed on the way.
   parallel_run(num_threads(), [&](int ith, int nth) {

@@ -89,7 +89,6 @@ void Gpt::init_weights(uint64_t seed) {
       const Philox rng(seed, name);
       for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(std * rng.normal(i));
     }
-    p.values_changed();
   }
 }
 

@@ -78,7 +78,6 @@ void Mlp::init_weights(uint64_t seed) {
           v[i] = is_bias ? 0.0f : static_cast<float>(stddev * rng.normal(i));
         }
       }
-      p->values_changed();
     }
   }
 }

@@ -102,7 +102,8 @@ double Parameter::sparsity() const { return 1.0 - static_cast<double>(kept()) / 
 
 ParameterMemory Parameter::memory() const {
   ParameterMemory m;
-  m.values = dense_.bytes() + (storage_ == Storage::MaskedDense ? static_cast<std::size_t>(mask_.rows() * mask_.cols()) : 0) +
+  m.values = dense_.bytes() +
+             (storage_ == Storage::MaskedDense ? static_cast<std::size_t>(mask_.rows() * mask_.cols()) : 0) +
              (compressed_ ? compressed_->memory_bytes() : 0);
   m.grad = grad_.bytes() + static_cast<std::size_t>(dense_grad.size()) * sizeof(float);
   for (const auto& [key, buffer] : states_) m.state += buffer.bytes();
@@ -183,10 +184,6 @@ void Parameter::mask_grad() {
   if (storage_ != Storage::MaskedDense) return;
   const uint8_t* keep = mask_.data();
   for (std::size_t i = 0; i < grad_.size(); ++i) grad_[i] = keep[i] ? grad_[i] : 0.0f;
-}
-
-void Parameter::values_changed() {
-  if (storage_ == Storage::Compressed) compressed_->values_changed();
 }
 
 Matrix Parameter::to_dense() const {

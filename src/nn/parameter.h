@@ -106,8 +106,6 @@ class Parameter {
   // or Inf in a pruned slot does not survive. No-ops for the other storages.
   void enforce_mask();
   void mask_grad();
-  // Call after changing values() of a compressed parameter (refreshes kernel companions).
-  void values_changed();
 
   // The elements with zeros at pruned positions, [rows x cols].
   Matrix to_dense() const;

@@ -10,7 +10,7 @@ void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x,
   w.forward(ws.x, bias, y);
 }
 
-void linear_backward(SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
+void linear_backward(const SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
                      float* dbias, bool accumulate) {
   thread_local PackedTokens packed_dy;
   pack_tokens(dy, packed_dy);

@@ -22,7 +22,7 @@ void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x,
 
 // From dY [T x out] and the X packed by the last forward: dX = dY W (skipped when dx.data is null),
 // dvalues (+)= dW at the stored entries, dbias (+)= column sums of dY (skipped when null).
-void linear_backward(SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
+void linear_backward(const SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
                      float* dbias, bool accumulate = false);
 
 // Dense dW [out x in] = dY^T X through oneDNN, for growth criteria (RigL) on update steps only.

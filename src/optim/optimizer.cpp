@@ -36,7 +36,6 @@ void Optimizer::step() {
     p->mask_grad();
     update(*p, lr, k);
     p->enforce_mask();
-    p->values_changed();
   }
   steps_ = k;
   for (const PostStepHook& hook : hooks_) hook(k);

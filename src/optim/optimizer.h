@@ -10,7 +10,6 @@
 //                           p->state(key) on every step (mask changes remap them)
 //   3. p->enforce_mask()    masked-dense: pruned values and state back to exactly 0, so weight
 //                           decay and momentum never revive a pruned weight
-//   4. p->values_changed()  compressed: refresh the kernels' transposed companion
 //
 // and then calls the post-step hooks with k. Sparsity algorithms register a hook to update masks
 // after the step (the Cerebras `optimizer.apply(sparsity)` wiring); Parameter::set_mask keeps
@@ -67,7 +66,7 @@ class Optimizer {
 
  protected:
   // Updates p.values() in place at step `step` with learning rate `lr`; the gradient is already
-  // masked. Runs before enforce_mask() and values_changed().
+  // masked. Runs before enforce_mask().
   virtual void update(Parameter& p, double lr, int64_t step) = 0;
 
   // Runs body(begin, end) over contiguous ranges of [0, n), on several threads when n is large.

@@ -1,6 +1,8 @@
-// Backward-data reads the transposed companion W^T. After a mask update and after values change
-// in place (an optimizer step, announced by values_changed()), dX = dY W must use the current
-// values, checked against a float64 product with the dense twin of the weight.
+// Backward-data reads the transposed companion W^T, whose values every backward call gathers
+// into a buffer shared by all weights of the calling thread. After a mask update, after values
+// change in place (an optimizer step) and after another weight's backward has used the buffer,
+// dX = dY W must use the weight's current values, checked against a float64 product with the
+// dense twin of the weight.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,7 +56,15 @@ TEST(TransposedRefresh, BackwardDataUsesValuesChangedAfterAMaskUpdate) {
     const Matrix x = random_signed(kTokens, s.cols, "x"), dy = random_signed(kTokens, s.rows, "dy");
     auto w = SparseWeight::from_dense(f, random_signed(s.rows, s.cols, "w"),
                                       random_mask(f, s.rows, s.cols, level, Philox(1, "before")));
-    expect_dx_matches(*w, x, dy, "initial values");  // W^T values are now cached
+    expect_dx_matches(*w, x, dy, "initial values");
+    {
+      // A wider weight of the same format fills the shared buffer with other values.
+      const Matrix wide_x = random_signed(kTokens, s.cols * 2, "wide x");
+      auto wide = SparseWeight::from_dense(f, random_signed(s.rows, s.cols * 2, "wide w"),
+                                           random_mask(f, s.rows, s.cols * 2, level, Philox(1, "wide")));
+      expect_dx_matches(*wide, wide_x, dy, "another weight");
+      expect_dx_matches(*w, x, dy, "after another weight's backward");
+    }
     w->update_mask(random_mask(f, s.rows, s.cols, level, Philox(1, "after")));
     expect_dx_matches(*w, x, dy, "after update_mask");
     // An optimizer step in place. Edge-block padding must stay zero, so block formats change
@@ -64,7 +74,6 @@ TEST(TransposedRefresh, BackwardDataUsesValuesChangedAfterAMaskUpdate) {
     std::size_t i = 0;
     for (float& v : w->values())
       if (!padded || !same_bits(v, 0.0f)) v = v * -2.0f + step.uniform(i++) - 0.5f;
-    w->values_changed();
     expect_dx_matches(*w, x, dy, "after values changed in place");
   }
 }

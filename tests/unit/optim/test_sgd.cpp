@@ -257,7 +257,7 @@ TEST(Sgd, MaskChangeRegrowsWithZeroMomentumAndSurvivorsKeepTheirs) {
 }
 
 TEST(Optimizer, CompressedBackwardDataSeesTheUpdatedValues) {
-  // The step ends with values_changed(), so the kernels' transposed copy of W is refreshed.
+  // Backward-data gathers W^T's values from W's on every call, so after a step it sees the new ones.
   const Mask mask = random_mask(FormatSpec::csr(), 8, 16, 0.5, Philox(4, "m"));
   Parameter p = optim_test::make_sparse(mask, FormatSpec::csr());
   Matrix x(5, 16), dy(5, 8), y(5, 8), dx(5, 16);

@@ -407,7 +407,6 @@ TEST(Algorithms, ResumingFromStateAndMasksIsBitIdentical) {
     for (int64_t step = from; step <= to; ++step) {
       for (Parameter* p : toy.parameters()) {
         for (float& v : p->values()) v = v * 0.9f + 0.01f * static_cast<float>(step);
-        p->values_changed();
         p->enforce_mask();
       }
       alg.update(step);
