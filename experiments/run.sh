@@ -84,6 +84,16 @@ train_one() {
   fi
 }
 
+# Waits for whichever running training ends first (not the oldest: the next run starts as soon as
+# a slot is free) and drops it from pids.
+wait_any() {
+  local ended=""
+  wait -n -p ended "${pids[@]}" || failed=1
+  local running=()
+  for pid in "${pids[@]}"; do [ "$pid" = "$ended" ] || running+=("$pid"); done
+  pids=("${running[@]}")
+}
+
 failed=0
 for exp in "${names[@]}"; do
   echo "== $exp =="
@@ -97,10 +107,7 @@ for exp in "${names[@]}"; do
     # shellcheck disable=SC2086  # extra options split on purpose
     train_one "$exp" "$run" "$config" "$seed" "$threads" "$quick_steps" $extra &
     pids+=($!)
-    if [ ${#pids[@]} -ge "$jobs" ]; then
-      wait "${pids[0]}" || failed=1
-      pids=("${pids[@]:1}")
-    fi
+    [ ${#pids[@]} -ge "$jobs" ] && wait_any
   done <"experiments/$exp/runs"
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   report="$out_root/$exp/report"
