@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Writes the GPT-on-Brown experiment configs and `runs` lists (experiments/gpt_brown_*/).
 
-    experiments/gpt_brown/make_configs.py [--budget-steps N]
+    experiments/gpt_brown/make_configs.py [--pareto-budget-steps N] [--budget-steps N]
 
 Every run of the Pareto experiment gets the same training-FLOP budget: the FLOPs of
-`--budget-steps` (default 1500) steps of the widest dense model. Each config's FLOPs per step
-(sparsetrain's own accounting: actual, i.e. sparse, FLOPs) are measured by training it one step,
-and its `max_steps`, learning-rate schedule and mask-update schedule are scaled to fit the budget.
-The configs are committed; rerun this only to change the design.
+`--pareto-budget-steps` (default 500) steps of the widest dense model. Each config's FLOPs per
+step (sparsetrain's own accounting: actual, i.e. sparse, FLOPs) are measured by training it one
+step, and its `max_steps`, learning-rate schedule and mask-update schedule are scaled to fit the
+budget. The Pareto's twelve runs take about 2 h on 2 cores at 1500 steps, so its default is
+smaller to keep it under an hour; the block-size runs (four, at `--budget-steps`, default 1500)
+and the N:M runs use the larger budget. The configs are committed; rerun this only to change the
+design.
 """
 import argparse
 import json
@@ -106,15 +109,19 @@ def write(folder, name, text):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--pareto-budget-steps", type=int, default=500)
     parser.add_argument("--budget-steps", type=int, default=1500)
     args = parser.parse_args()
 
     # 1. Pareto at equal training FLOPs.
     pareto = ROOT / "experiments/gpt_brown_pareto"
     pareto.mkdir(exist_ok=True)
-    families = [("dense", 0.0, [128, 192, 256])] + [(k, 0.9, [256, 384, 512]) for k in ("static", "dynamic", "rigl")]
-    budget = args.budget_steps * flops_per_step(config_text("dense", 0.0, 256, 100))
-    lines = [f"# Equal training FLOPs: {budget:.4g} each ({args.budget_steps} steps of the width-256 dense model).",
+    # The sparse runs take about twice as long as the dense ones: listed first, they leave the short
+    # runs to fill the last slots of `run.sh --jobs 2`.
+    families = [(k, 0.9, [256, 384, 512]) for k in ("static", "dynamic", "rigl")] + [("dense", 0.0, [128, 192, 256])]
+    dense_w256 = flops_per_step(config_text("dense", 0.0, 256, 100))
+    budget = args.pareto_budget_steps * dense_w256
+    lines = [f"# Equal training FLOPs: {budget:.4g} each ({args.pareto_budget_steps} steps of the width-256 dense model).",
              "# run              config                 seed threads quick_steps"]
     for kind, level, widths in families:
         for width in widths:
@@ -122,18 +129,19 @@ def main():
             steps = int(budget // per_step)
             name = f"{kind}_w{width}"
             write(pareto, f"{name}.yaml", config_text(kind, level, width, steps))
-            lines.append(f"{name:<18} {name + '.yaml':<22} 0    2       5")
+            lines.append(f"{name:<18} {name + '.yaml':<22} 0    1       5")
     write(pareto, "runs", "\n".join(lines) + "\n")
 
-    # 2. Block sizes for the dynamic method at 90%, width 384, the same steps as its CSR run.
+    # 2. Block sizes for the dynamic method at 90%, width 384, the steps that --budget-steps steps of
+    # the width-256 dense model's FLOPs buy with CSR.
     blocks = ROOT / "experiments/gpt_brown_blocks"
     blocks.mkdir(exist_ok=True)
-    steps = int(budget // flops_per_step(config_text("dynamic", 0.9, 384, 100)))
+    steps = int(args.budget_steps * dense_w256 // flops_per_step(config_text("dynamic", 0.9, 384, 100)))
     lines = ["# Dynamic sparsity at 90%, width 384: block size 1 (CSR), 4, 8, 16 (BCSR), the same steps.",
              "# run        config          seed threads quick_steps"]
     for fmt, tag in (("csr", "b1"), ("bcsr4", "b4"), ("bcsr8", "b8"), ("bcsr16", "b16")):
         write(blocks, f"{tag}.yaml", config_text("dynamic", 0.9, 384, steps, fmt))
-        lines.append(f"{tag:<12} {tag + '.yaml':<15} 0    2       5")
+        lines.append(f"{tag:<12} {tag + '.yaml':<15} 0    1       5")
     write(blocks, "runs", "\n".join(lines) + "\n")
 
     # 3. Unstructured vs 2:4 at 50%, width 256, dynamic (2:4 regrows within each group of four).
@@ -160,11 +168,11 @@ def main():
     lines = ["# SPDF (Thangarasa et al. 2023) in miniature: pre-train dense or 75% sparse without news, fine-tune",
              "# dense on news; news from scratch for scale. Fine-tunes wait for their pre-training (@run).",
              "# run               config                  seed threads quick_steps options",
-             "pretrain_dense      pretrain_dense.yaml     0    2       5",
-             "pretrain_sparse75   pretrain_sparse75.yaml  0    2       5",
-             "finetune_dense      finetune_news.yaml      0    2       5          --checkpoint_path @pretrain_dense --load_checkpoint_states model",
-             "finetune_sparse75   finetune_news.yaml      0    2       5          --checkpoint_path @pretrain_sparse75 --load_checkpoint_states model",
-             "scratch_news        finetune_news.yaml      0    2       5"]
+             "pretrain_dense      pretrain_dense.yaml     0    1       5",
+             "pretrain_sparse75   pretrain_sparse75.yaml  0    1       5",
+             "finetune_dense      finetune_news.yaml      0    1       5          --checkpoint_path @pretrain_dense --load_checkpoint_states model",
+             "finetune_sparse75   finetune_news.yaml      0    1       5          --checkpoint_path @pretrain_sparse75 --load_checkpoint_states model",
+             "scratch_news        finetune_news.yaml      0    1       5"]
     write(spdf, "runs", "\n".join(lines) + "\n")
 
 
