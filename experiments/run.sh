@@ -107,7 +107,7 @@ for exp in "${names[@]}"; do
     # shellcheck disable=SC2086  # extra options split on purpose
     train_one "$exp" "$run" "$config" "$seed" "$threads" "$quick_steps" $extra &
     pids+=($!)
-    [ ${#pids[@]} -ge "$jobs" ] && wait_any
+    if [ ${#pids[@]} -ge "$jobs" ]; then wait_any; fi
   done <"experiments/$exp/runs"
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   report="$out_root/$exp/report"
