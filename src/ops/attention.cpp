@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -18,10 +19,10 @@ namespace sparsetrain {
 //
 // The big products go through oneDNN's gemm in row blocks of kBlock queries, and only over the
 // causal part: a block's strictly-past keys are one rectangular gemm, the triangle inside the
-// diagonal block is a plain loop. A masked entry is never multiplied with a future key or value,
-// so in the forward pass a non-finite value at position s reaches only the outputs of tokens
-// t >= s (0 * NaN would otherwise leak it backwards in time), and half the flops of a full
-// T x T product are skipped.
+// diagonal block is a loop that keeps each output slice in registers (accumulate_slice). A
+// masked entry is never multiplied with a future key or value, so in the forward pass a
+// non-finite value at position s reaches only the outputs of tokens t >= s (0 * NaN would
+// otherwise leak it backwards in time), and half the flops of a full T x T product are skipped.
 //
 // Each pair runs on one thread with gemm called inside parallel_run's region, where oneDNN stays
 // single-threaded; every output element is therefore computed in one fixed order.
@@ -29,6 +30,30 @@ namespace sparsetrain {
 namespace {
 
 constexpr int64_t kBlock = 32;
+
+// The diagonal block's triangles accumulate each output row slice of kLanes floats in
+// registers across all its keys (one vector on AVX-512) instead of loading and storing the
+// output row once per key.
+constexpr int64_t kLanes = 16;
+
+// y[0..n) += sum over i in [first, last) of a_i * x_i[0..n), with (a_i, x_i) = term(i), n <= kLanes.
+template <class Term>
+void accumulate_slice(float* y, int64_t n, int64_t first, int64_t last, Term term) {
+  if (n < kLanes) {
+    for (int64_t i = first; i < last; ++i) {
+      const auto [a, x] = term(i);
+      for (int64_t l = 0; l < n; ++l) y[l] += a * x[l];
+    }
+    return;
+  }
+  float acc[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) acc[l] = y[l];
+  for (int64_t i = first; i < last; ++i) {
+    const auto [a, x] = term(i);
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] += a * x[l];
+  }
+  for (int64_t l = 0; l < kLanes; ++l) y[l] = acc[l];
+}
 
 // Y[t] = alpha * sum_{s <= t} W[t, s] X[s] for t < T: W [T x T] lower triangular (row stride T),
 // X and Y rows of D floats with strides ldx and ldy. Y is overwritten.
@@ -41,14 +66,12 @@ void causal_rows(int64_t T, int64_t D, float alpha, const float* W, const float*
     } else {
       for (int64_t t = t0; t < t1; ++t) std::fill(Y + t * ldy, Y + t * ldy + D, 0.0f);
     }
-    for (int64_t t = t0; t < t1; ++t) {
-      float* yt = Y + t * ldy;
-      for (int64_t s = t0; s <= t; ++s) {
-        const float a = alpha * W[t * T + s];
-        const float* xs = X + s * ldx;
-        for (int64_t d = 0; d < D; ++d) yt[d] += a * xs[d];
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t d0 = 0; d0 < D; d0 += kLanes) {
+        accumulate_slice(Y + t * ldy + d0, std::min(kLanes, D - d0), t0, t + 1, [&](int64_t s) {
+          return std::pair{alpha * W[t * T + s], X + s * ldx + d0};
+        });
       }
-    }
   }
 }
 
@@ -63,14 +86,12 @@ void causal_cols(int64_t T, int64_t D, float alpha, const float* W, const float*
     } else {
       for (int64_t s = s0; s < s1; ++s) std::fill(Y + s * ldy, Y + s * ldy + D, 0.0f);
     }
-    for (int64_t t = s0; t < s1; ++t) {
-      const float* xt = X + t * ldx;
-      for (int64_t s = s0; s <= t; ++s) {
-        const float a = alpha * W[t * T + s];
-        float* ys = Y + s * ldy;
-        for (int64_t d = 0; d < D; ++d) ys[d] += a * xt[d];
+    for (int64_t s = s0; s < s1; ++s)
+      for (int64_t d0 = 0; d0 < D; d0 += kLanes) {
+        accumulate_slice(Y + s * ldy + d0, std::min(kLanes, D - d0), s, s1, [&](int64_t t) {
+          return std::pair{alpha * W[t * T + s], X + t * ldx + d0};
+        });
       }
-    }
   }
 }
 

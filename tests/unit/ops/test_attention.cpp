@@ -110,9 +110,12 @@ std::string name_of(const AttentionShape& s) {
          " C=" + std::to_string(s.channels);
 }
 
-// Sequence lengths below, at and past the 32-query blocks of the implementation.
-const AttentionShape kShapes[] = {{1, 1, 1, 5},  {2, 3, 1, 5},  {1, 17, 3, 12}, {2, 17, 3, 33},
-                                  {1, 33, 3, 6}, {1, 40, 1, 8}, {1, 64, 2, 8},  {2, 70, 3, 24}};
+// Sequence lengths below, at and past the 32-query blocks of the implementation; head widths
+// below, at (16, 64) and past (20: a full 16-float slice and a tail) the 16-float slices of the
+// diagonal blocks.
+const AttentionShape kShapes[] = {{1, 1, 1, 5},   {2, 3, 1, 5},   {1, 17, 3, 12}, {2, 17, 3, 33},
+                                  {1, 33, 3, 6},  {1, 40, 1, 8},  {1, 64, 2, 8},  {2, 70, 3, 24},
+                                  {1, 35, 2, 32}, {1, 40, 2, 40}, {1, 70, 1, 64}};
 
 TEST(Attention, ForwardMatchesFloat64Reference) {
   for (const AttentionShape& s : kShapes) {
@@ -186,22 +189,24 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
 
 // A non-finite key and value at the last position reach only that position's outputs.
 TEST(Attention, FutureNaNDoesNotReachEarlierTokens) {
-  const AttentionShape s{2, 40, 2, 8};
-  Problem p(s, 3);
-  const int64_t last = s.seq - 1;  // batch 0
-  for (int64_t c = 0; c < s.channels; ++c) {
-    p.qkv.at(last, s.channels + c) = kNaN;
-    p.qkv.at(last, 2 * s.channels + c) = kNaN;
-  }
-  p.forward();
-  for (int64_t r = 0; r < s.batch * s.seq; ++r)
+  for (const AttentionShape& s : {AttentionShape{2, 40, 2, 8}, AttentionShape{2, 40, 2, 40}}) {
+    SCOPED_TRACE(name_of(s));
+    Problem p(s, 3);
+    const int64_t last = s.seq - 1;  // batch 0
     for (int64_t c = 0; c < s.channels; ++c) {
-      if (r == last) {
-        ASSERT_TRUE(std::isnan(p.out.at(r, c))) << c;
-      } else {
-        ASSERT_TRUE(std::isfinite(p.out.at(r, c))) << r << "," << c;
-      }
+      p.qkv.at(last, s.channels + c) = kNaN;
+      p.qkv.at(last, 2 * s.channels + c) = kNaN;
     }
+    p.forward();
+    for (int64_t r = 0; r < s.batch * s.seq; ++r)
+      for (int64_t c = 0; c < s.channels; ++c) {
+        if (r == last) {
+          ASSERT_TRUE(std::isnan(p.out.at(r, c))) << c;
+        } else {
+          ASSERT_TRUE(std::isfinite(p.out.at(r, c))) << r << "," << c;
+        }
+      }
+  }
 }
 
 TEST(Attention, ResultsDoNotDependOnTheThreadCount) {
