@@ -1,16 +1,43 @@
 #include "train/step.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "core/parallel.h"
+#include "ops/fast_math.h"
 
 namespace sparsetrain {
 
 namespace {
 
-// The global L2 norm of every gradient, summed in double in parameter order.
+// The global L2 norm of every gradient. Each parameter's gradient is cut into fixed chunks whose
+// sums of squares (double, in fast_math's interleaved lanes) are computed in parallel and added in
+// parameter and chunk order, so the result does not depend on the thread count.
 double grad_norm(Model& model) {
+  constexpr int64_t kChunk = 1 << 15;
+  struct Chunk {
+    const float* data;
+    int64_t size;
+  };
+  std::vector<Chunk> chunks;
+  for (const Parameter* p : model.parameters()) {
+    const auto g = p->grad();
+    const auto n = static_cast<int64_t>(g.size());
+    for (int64_t i = 0; i < n; i += kChunk) chunks.push_back({g.data() + i, std::min(kChunk, n - i)});
+  }
+  std::vector<double> sums(chunks.size());
+  const auto count = static_cast<int64_t>(chunks.size());
+  parallel_run(static_cast<int>(std::clamp<int64_t>(count, 1, 1 << 16)), [&](int ith, int nth) {
+    int64_t begin = 0, end = 0;
+    balance_even(count, ith, nth, begin, end);
+    for (int64_t c = begin; c < end; ++c) {
+      const Chunk& chunk = chunks[static_cast<std::size_t>(c)];
+      sums[static_cast<std::size_t>(c)] = row_sum_squared_deviation(chunk.data, chunk.size, /*m=*/0.0);
+    }
+  });
   double sum = 0.0;
-  for (const Parameter* p : model.parameters())
-    for (float g : p->grad()) sum += static_cast<double>(g) * g;
+  for (double s : sums) sum += s;
   return std::sqrt(sum);
 }
 

@@ -18,7 +18,9 @@
 #include "error_of.h"
 #include "io/safetensors.h"
 #include "io/atomic_file.h"
+#include "core/parallel.h"
 #include "train/checkpoint.h"
+#include "train/step.h"
 #include "train/trainer.h"
 
 namespace sparsetrain {
@@ -214,6 +216,45 @@ TEST_F(TrainerTest, LossFallsOnLearnableText) {
   while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
   ASSERT_GE(losses.size(), 3u);
   EXPECT_LT(losses.back(), losses.front() - 1.0);  // from ~ln(257) = 5.5 towards the text's entropy
+}
+
+// The step's gradient norm is the float64 norm of every gradient, for any thread count (the
+// wider model's token embedding and MLP weights span several of the norm's parallel chunks), and
+// clipping scales the gradients to the limit.
+TEST_F(TrainerTest, GradientNormIsTheFloat64NormAndClippingReachesTheLimit) {
+  auto yaml = [&](double max_norm) {
+    return fmt::format(R"(model: {{name: gpt, n_positions: 16, n_layer: 1, n_head: 2, n_embd: 160}}
+train_input: {{data: text_file, path: "{}", tokenizer: byte, batch_size: 4}}
+optimizer: {{optimizer_type: adamw, learning_rate: 0.001, max_gradient_norm: {}}}
+runconfig: {{max_steps: 1, seed: 3}}
+)",
+                       (root_ / "corpus.txt").string(), max_norm);
+  };
+  auto norm_of_grads = [](Model& model) {
+    double sum = 0.0;
+    for (const Parameter* p : model.parameters())
+      for (float g : p->grad()) sum += static_cast<double>(g) * g;
+    return std::sqrt(sum);
+  };
+  auto step = [&](double max_norm, int threads) {
+    const int saved = num_threads();
+    set_num_threads(threads);
+    sparsetrain::Setup s = make_setup(load_train_config_yaml(yaml(max_norm), "test.yaml"), 3, true);
+    Batch batch;
+    const StepResult r = train_step(s, 1, batch);
+    set_num_threads(saved);
+    return std::pair{r.grad_norm, norm_of_grads(*s.model)};
+  };
+  const auto [norm1, after1] = step(1.0e9, 1);
+  const auto [norm2, after2] = step(1.0e9, 2);
+  ASSERT_GT(norm1, 0.0);
+  EXPECT_NEAR(norm1, after1, 1e-12 * after1) << "no clipping: the reported norm is the gradients' norm";
+  EXPECT_EQ(norm1, norm2) << "the norm does not depend on the thread count";
+  EXPECT_EQ(after1, after2);
+  const double limit = norm1 / 4.0;
+  const auto [clipped_norm, clipped_after] = step(limit, 2);
+  EXPECT_EQ(clipped_norm, norm1) << "the reported norm is the one before clipping";
+  EXPECT_NEAR(clipped_after, limit, 1e-6 * limit);
 }
 
 // The last train row of a run's metrics.
