@@ -1,10 +1,12 @@
 #include "models/gpt.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/philox.h"
 #include "kernels/dense_gemm.h"
 #include "ops/activation.h"
@@ -45,6 +47,16 @@ Gpt::Block::Block(int64_t c, float eps)
       mlp(register_module("mlp", std::make_unique<Mlp>(c))) {}
 
 namespace {
+
+// out = a + b, element-wise over equal-shaped matrices (the residual connections).
+void add(const Matrix& a, const Matrix& b, Matrix& out) {
+  const int64_t n = out.size();
+  parallel_run(static_cast<int>(std::clamp<int64_t>(n >> 15, 1, 1 << 16)), [&](int ith, int nth) {
+    int64_t begin = 0, end = 0;
+    balance_even(n, ith, nth, begin, end);
+    for (int64_t i = begin; i < end; ++i) out.data()[i] = a.data()[i] + b.data()[i];
+  });
+}
 
 struct Transformer : Module {
   Transformer() : Module("GPT2Model") {}
@@ -146,14 +158,13 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
     b.attn.c_attn.forward(a.ln1, a.qkv);                     // [BT x 3C]
     attention_forward(shape_, a.qkv, a.att, a.probs.data());  // [BT x C]
     b.attn.c_proj.forward(a.att, scratch_c_);
-    for (int64_t i = 0; i < x.size(); ++i) a.residual_mid.data()[i] = x.data()[i] + scratch_c_.data()[i];
+    add(x, scratch_c_, a.residual_mid);
     layer_norm_forward(a.residual_mid, b.ln_2.weight.values().data(), b.ln_2.bias.values().data(), b.ln_2.eps,
                        a.ln2, a.ln2_mean.data(), a.ln2_rstd.data());
     b.mlp.c_fc.forward(a.ln2, a.fc);  // [BT x 4C]
     activation_forward(Activation::Gelu, a.fc.data(), a.gelu.data(), a.fc.size());
     b.mlp.c_proj.forward(a.gelu, scratch_c_);
-    Matrix& out = residual_[l + 1];
-    for (int64_t i = 0; i < out.size(); ++i) out.data()[i] = a.residual_mid.data()[i] + scratch_c_.data()[i];
+    add(a.residual_mid, scratch_c_, residual_[l + 1]);
   }
   layer_norm_forward(residual_.back(), ln_f_->weight.values().data(), ln_f_->bias.values().data(), ln_f_->eps, lnf_,
                      lnf_mean_.data(), lnf_rstd_.data());

@@ -180,7 +180,10 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
   parallel_run(pair_parts(pairs), [&](int ith, int nth) {
     int64_t p0 = 0, p1 = 0;
     balance_even(pairs, ith, nth, p0, p1);
-    std::vector<float> ds(static_cast<size_t>(p1 > p0 ? T * T : 0));  // dP, then dS in place [T x T]
+    // dP, then dS in place [T x T]; kept per thread, since a fresh 256 KB buffer per call is
+    // mapped and page-faulted anew by the allocator.
+    thread_local std::vector<float> ds;
+    if (p1 > p0) ds.resize(static_cast<size_t>(T * T));
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t b = p / H, h = p % H;
       const float* q = qkv.row(b * T) + h * D;
