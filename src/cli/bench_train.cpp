@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "kernels/dense_gemm.h"
 #include "train/step.h"
 
@@ -64,6 +65,47 @@ const Parameter& largest_matrix(Model& model) {
   return *best;
 }
 
+// Milliseconds per timed step of each profiled phase, in the order first entered, then "other":
+// the rest of the mean step.
+json step_profile(const std::vector<double>& step_ms) {
+  const auto steps = static_cast<double>(step_ms.size());
+  double covered = 0.0;
+  json phases = json::array();
+  for (const PhaseTime& t : profile_totals()) {
+    phases.push_back({t.phase, t.ms / steps});
+    covered += t.ms;
+  }
+  double total = 0.0;
+  for (double v : step_ms) total += v;
+  phases.push_back({"other", std::max(0.0, total - covered) / steps});
+  return phases;
+}
+
+// The phases of several profiles ([phase, ms] pairs), each once, in the order first seen.
+std::vector<std::string> phases_of(const std::vector<const json*>& profiles) {
+  std::vector<std::string> order;
+  for (const json* profile : profiles)
+    for (const json& p : *profile)
+      if (std::find(order.begin(), order.end(), p[0].get<std::string>()) == order.end())
+        order.push_back(p[0].get<std::string>());
+  return order;
+}
+
+// Per phase, the median over the cases' reports of its ms per step.
+json median_profile(const std::vector<json>& reports) {
+  std::vector<const json*> profiles;
+  for (const json& r : reports) profiles.push_back(&r["profile"]);
+  json out = json::array();
+  for (const std::string& phase : phases_of(profiles)) {
+    std::vector<double> v;
+    for (const json* profile : profiles)
+      for (const json& p : *profile)
+        if (p[0] == phase) v.push_back(p[1].get<double>());
+    out.push_back({phase, median(v)});
+  }
+  return out;
+}
+
 // One case in this process: warm-up steps, timed steps, memory. Prints one JSON line.
 int run_case(const BenchTrainOptions& o) {
   if (o.run_case != "dense" && o.run_case != "sparse") fail("bench train: --case is dense or sparse, got '{}'", o.run_case);
@@ -75,10 +117,15 @@ int run_case(const BenchTrainOptions& o) {
   StepResult last;
   std::vector<double> ms;
   for (int i = 0; i < o.warmup + o.steps; ++i) {
+    if (i == o.warmup && o.profile) {
+      reset_profile();
+      set_profiling(true);
+    }
     const auto t0 = Clock::now();
     last = train_step(s, i + 1, batch);
     if (i >= o.warmup) ms.push_back(ms_since(t0));
   }
+  set_profiling(false);
   json out = {{"case", o.run_case},
               {"ms_per_step", median(ms)},
               {"step_ms", ms},
@@ -89,6 +136,7 @@ int run_case(const BenchTrainOptions& o) {
               {"model", s.model->describe()},
               {"threads", num_threads()},
               {"isa", isa_name(effective_isa())}};
+  if (o.profile) out["profile"] = step_profile(ms);
   json memory = json::object();
   for (const Parameter* p : s.model->parameters()) {
     const ParameterMemory m = p->memory();
@@ -157,6 +205,19 @@ Memory layers_memory(const json& report, const std::set<std::string>& names) {
   return m;
 }
 
+// The two cases' profiles side by side, phases in the dense case's order, then the sparse case's own.
+void print_profile(const json& dense, const json& sparse) {
+  auto ms_of = [](const json& profile, const std::string& phase) {
+    for (const json& p : profile)
+      if (p[0] == phase) return p[1].get<double>();
+    return 0.0;
+  };
+  fmt::print("\nwhere a step goes (ms per step, median over rounds):\n");
+  fmt::print("{:<20} {:>9} {:>9}\n", "phase", "dense", "sparse");
+  for (const std::string& phase : phases_of({&dense, &sparse}))
+    fmt::print("{:<20} {:>9.1f} {:>9.1f}\n", phase, ms_of(dense, phase), ms_of(sparse, phase));
+}
+
 }  // namespace
 
 int run_bench_train(const BenchTrainOptions& o) {
@@ -176,6 +237,7 @@ int run_bench_train(const BenchTrainOptions& o) {
                                        "--params", o.params, "--steps", std::to_string(o.steps), "--warmup",
                                        std::to_string(o.warmup), "--threads", std::to_string(threads)};
       if (o.seed) args.insert(args.end(), {"--seed", std::to_string(*o.seed)});
+      if (o.profile) args.push_back("--profile");
       args.insert(args.end(), {"--case", c});
       (std::string(c) == "dense" ? dense : sparse).push_back(run_child(args));
     }
@@ -228,6 +290,10 @@ int run_bench_train(const BenchTrainOptions& o) {
                  {"sparse_layers_values_mb", sparse_layers.values},
                  {"sparse_layers_grad_mb", sparse_layers.grad},
                  {"sparse_layers_state_mb", sparse_layers.state}};
+  if (o.profile) {
+    result["dense_profile"] = median_profile(dense);
+    result["sparse_profile"] = median_profile(sparse);
+  }
   if (o.json) {
     fmt::print("{}\n", result.dump());
     return 0;
@@ -251,6 +317,7 @@ int run_bench_train(const BenchTrainOptions& o) {
              "({:.3f}x; sparse: {:.1f} weights incl. structure, {:.1f} gradients, {:.1f} optimizer state)\n",
              names.size(), sparse_layers.total(), dense_layers.total(), sparse_layers.total() / dense_layers.total(),
              sparse_layers.values, sparse_layers.grad, sparse_layers.state);
+  if (o.profile) print_profile(result["dense_profile"], result["sparse_profile"]);
   return 0;
 }
 

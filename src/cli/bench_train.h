@@ -6,6 +6,7 @@
 // peak resident memory, and dense and sparse cases alternate when --rounds > 1 so both see the
 // same drift of a shared machine. The dense case also times oneDNN's GEMM on the model's largest
 // layer, so the dense step's model FLOP rate can be put against the best dense rate in the same run.
+// With --profile each case also reports where its timed steps went, phase by phase.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@ struct BenchTrainOptions {
   int threads = 0;  // 0: the config's runconfig.num_threads, else OpenMP's default
   std::optional<uint64_t> seed;
   bool json = false;
+  bool profile = false;  // also time each phase of the step (core/profile.h)
   std::string run_case;  // "dense" or "sparse": run that case in this process, print one JSON line
 };
 

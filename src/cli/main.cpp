@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bench_train->add_option("--seed", train_bench.seed, "Seed (default: the config's)");
   bench_train->add_flag("--json", train_bench.json, "One JSON object instead of the table");
+  bench_train->add_flag("--profile", train_bench.profile,
+                        "Also time each phase of the step (linear layers, attention, head, optimizer, ...)");
   bench_train->add_option("--case", train_bench.run_case, "Run only this case here and print its JSON (dense, sparse)")
       ->group("");  // internal: how the parent starts each measured process
 

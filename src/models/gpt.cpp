@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/philox.h"
+#include "core/profile.h"
 #include "kernels/dense_gemm.h"
 #include "ops/activation.h"
 #include "ops/embedding.h"
@@ -50,6 +51,7 @@ namespace {
 
 // out = a + b, element-wise over equal-shaped matrices (the residual connections).
 void add(const Matrix& a, const Matrix& b, Matrix& out) {
+  const ProfileScope profile("residual add");
   const int64_t n = out.size();
   parallel_run(static_cast<int>(std::clamp<int64_t>(n >> 15, 1, 1 << 16)), [&](int ith, int nth) {
     int64_t begin = 0, end = 0;
@@ -169,6 +171,7 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
   layer_norm_forward(residual_.back(), ln_f_->weight.values().data(), ln_f_->bias.values().data(), ln_f_->eps, lnf_,
                      lnf_mean_.data(), lnf_rstd_.data());
   // logits = ln_f(x) wte^T                                                  [BT x V]
+  const ProfileScope profile("head");
   dense_linear_fwd(lnf_, wte_->weight.dense(), nullptr, logits_);
 }
 
@@ -198,8 +201,11 @@ void Gpt::backward() {
   MatrixView dwte{wte.grad().data(), config_.vocab_size, config_.embed, config_.embed};
   // Head: dlnf = dlogits wte; dwte += dlogits^T lnf                         [BT x C], [V x C]
   Matrix& dlnf = scratch_c_;
-  dense_linear_bwd_data(dlogits, wte.dense(), dlnf);
-  dense_linear_bwd_weights(dlogits, lnf_, dwte, nullptr, /*accumulate=*/true);
+  {
+    const ProfileScope profile("head");
+    dense_linear_bwd_data(dlogits, wte.dense(), dlnf);
+    dense_linear_bwd_weights(dlogits, lnf_, dwte, nullptr, /*accumulate=*/true);
+  }
   // dres: the gradient of the residual stream, flowing down through the blocks.
   Matrix& dres = scratch_c2_;
   std::fill(dres.data(), dres.data() + dres.size(), 0.0f);

@@ -1,6 +1,7 @@
 #include "models/linear.h"
 
 #include "core/error.h"
+#include "core/profile.h"
 #include "kernels/dense_gemm.h"
 
 namespace sparsetrain {
@@ -12,6 +13,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias)
 }
 
 void Linear::forward(ConstMatrixView x, MatrixView y) {
+  const ProfileScope profile("linear forward");
   if (x.cols != in_ || y.cols != out_ || y.rows != x.rows)
     fail("{}: input [{} x {}] and output [{} x {}] do not fit a {} -> {} linear layer", weight_->name(), x.rows,
          x.cols, y.rows, y.cols, in_, out_);
@@ -24,6 +26,7 @@ void Linear::forward(ConstMatrixView x, MatrixView y) {
 }
 
 void Linear::backward(ConstMatrixView dy, MatrixView dx) {
+  const ProfileScope profile("linear backward");
   if (dy.rows != x_.rows || dy.cols != out_) fail("{}: output gradient shape does not match the forward pass", weight_->name());
   float* dbias = bias_ != nullptr ? bias_->grad().data() : nullptr;
   Parameter& w = *weight_;

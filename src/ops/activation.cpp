@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "ops/fast_math.h"
 
 namespace sparsetrain {
@@ -94,6 +95,7 @@ const char* activation_name(Activation a) {
 }
 
 void activation_forward(Activation a, const float* x, float* y, int64_t n) {
+  const ProfileScope profile("activation");
   if (n < 0) fail("activation_forward: element count must be >= 0, got {}", n);
   for_chunks(n, [&](int64_t begin, int64_t end) {
     switch (a) {
@@ -124,6 +126,7 @@ void activation_forward(Activation a, const float* x, float* y, int64_t n) {
 }
 
 void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx, int64_t n) {
+  const ProfileScope profile("activation");
   if (n < 0) fail("activation_backward: element count must be >= 0, got {}", n);
   for_chunks(n, [&](int64_t begin, int64_t end) {
     switch (a) {

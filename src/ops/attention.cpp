@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "kernels/dense_gemm.h"
 #include "ops/fast_math.h"
 
@@ -129,6 +130,7 @@ int pair_parts(int64_t pairs) { return static_cast<int>(std::clamp<int64_t>(pair
 
 // qkv [B*T x 3C], out [B*T x C], probs [B*H*T*T].
 void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView out, float* probs) {
+  const ProfileScope profile("attention forward");
   check_shape("attention_forward", s);
   const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
   check_view("attention_forward", "qkv", qkv, B * T, 3 * C);
@@ -169,6 +171,7 @@ void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView 
 //   dq = dS k / sqrt(D),  dk = dS^T q / sqrt(D)
 void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatrixView qkv, const float* probs,
                         MatrixView dqkv) {
+  const ProfileScope profile("attention backward");
   check_shape("attention_backward", s);
   const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
   check_view("attention_backward", "dout", dout, B * T, C);

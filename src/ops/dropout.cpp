@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 
 namespace sparsetrain {
 
@@ -30,6 +31,7 @@ void check_same_shape(const char* op, const char* a_name, ConstMatrixView a, con
 
 // x, y [R x C]; keep [R * C], row-major without padding whatever x's ld.
 void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y, uint8_t* keep, bool inverted) {
+  const ProfileScope profile("dropout");
   check_p("dropout_forward", p);
   check_same_shape("dropout_forward", "x", x, "y", y);
   const int64_t R = x.rows, C = x.cols;
@@ -63,6 +65,7 @@ void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y
 
 // dy, dx [R x C]; keep [R * C] from the forward pass.
 void dropout_backward(float p, const uint8_t* keep, ConstMatrixView dy, MatrixView dx, bool inverted) {
+  const ProfileScope profile("dropout");
   check_p("dropout_backward", p);
   check_same_shape("dropout_backward", "dy", dy, "dx", dx);
   const int64_t R = dy.rows, C = dy.cols;

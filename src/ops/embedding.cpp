@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 
 namespace sparsetrain {
 
@@ -27,6 +28,7 @@ void check_ids(const char* op, std::span<const int32_t> ids, int64_t vocab) {
 
 // table [V x C], ids [T], out [T x C].
 void embedding_forward(ConstMatrixView table, std::span<const int32_t> ids, MatrixView out, bool accumulate) {
+  const ProfileScope profile("embedding");
   const int64_t T = static_cast<int64_t>(ids.size()), C = table.cols;
   if (out.rows != T || out.cols != C)
     fail("embedding_forward: out is [{} x {}]; expected [{} x {}] (one row per id, the table's width)", out.rows,
@@ -51,6 +53,7 @@ void embedding_forward(ConstMatrixView table, std::span<const int32_t> ids, Matr
 // columns: each thread walks every token in order for its own columns, and every element of
 // dtable receives its terms in token order whatever the thread count.
 void embedding_backward(ConstMatrixView dout, std::span<const int32_t> ids, MatrixView dtable) {
+  const ProfileScope profile("embedding");
   const int64_t T = static_cast<int64_t>(ids.size()), C = dtable.cols;
   if (dout.rows != T || dout.cols != C)
     fail("embedding_backward: dout is [{} x {}]; expected [{} x {}] (one row per id, the table's width)", dout.rows,

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "ops/fast_math.h"
 
 namespace sparsetrain {
@@ -31,6 +32,7 @@ void check_same_shape(const char* op, const char* a_name, ConstMatrixView a, con
 // x, y [T x C]; gamma, beta [C]; mean, rstd [T].
 void layer_norm_forward(ConstMatrixView x, const float* gamma, const float* beta, float eps, MatrixView y, float* mean,
                         float* rstd) {
+  const ProfileScope profile("layer norm");
   check_same_shape("layer_norm_forward", "x", x, "y", y);
   const int64_t T = x.rows, C = x.cols;
   if (C == 0) fail("layer_norm_forward: x has no columns; expected at least one feature per row");
@@ -57,6 +59,7 @@ void layer_norm_forward(ConstMatrixView x, const float* gamma, const float* beta
 //   dgamma = sum_t dy * xhat,  dbeta = sum_t dy
 void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gamma, const float* mean,
                          const float* rstd, MatrixView dx, float* dgamma, float* dbeta) {
+  const ProfileScope profile("layer norm");
   check_same_shape("layer_norm_backward", "dy", dy, "x", x);
   check_same_shape("layer_norm_backward", "dx", dx, "x", x);
   const int64_t T = x.rows, C = x.cols;

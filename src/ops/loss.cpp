@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "ops/fast_math.h"
 
 namespace sparsetrain {
@@ -58,6 +59,7 @@ LossResult finish(const std::vector<double>& row_loss, const std::vector<uint8_t
 
 // logits, dlogits [N x V]; targets [N].
 LossResult softmax_cross_entropy(ConstMatrixView logits, std::span<const int32_t> targets, MatrixView dlogits) {
+  const ProfileScope profile("loss");
   check_inputs("softmax_cross_entropy", logits, targets, dlogits);
   const int64_t N = logits.rows, V = logits.cols;
   std::vector<double> row_loss(static_cast<size_t>(N));
@@ -91,6 +93,7 @@ LossResult softmax_cross_entropy(ConstMatrixView logits, std::span<const int32_t
 
 // pred, dpred [N x K]; targets [N].
 LossResult mse_onehot(ConstMatrixView pred, std::span<const int32_t> targets, MatrixView dpred) {
+  const ProfileScope profile("loss");
   check_inputs("mse_onehot", pred, targets, dpred);
   const int64_t N = pred.rows, K = pred.cols;
   std::vector<double> row_loss(static_cast<size_t>(N));

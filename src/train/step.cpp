@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "ops/fast_math.h"
 
 namespace sparsetrain {
@@ -60,14 +61,23 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
   Model& model = *s.model;
   Optimizer& optimizer = *s.optimizer;
   if (s.sparsity) s.sparsity->prepare_step(step);
-  optimizer.zero_grad();
-  s.data->train_batch(s.seed, step, batch);
+  {
+    const ProfileScope profile("zero grad");
+    optimizer.zero_grad();
+  }
+  {
+    const ProfileScope profile("batch");
+    s.data->train_batch(s.seed, step, batch);
+  }
   StepResult r;
   r.predictions = batch.predictions();
   r.flops = model.training_flops(batch.rows, batch.seq);
   r.loss = model.forward(batch, /*training=*/true, s.seed, step).loss;
   model.backward();
-  r.grad_norm = grad_norm(model);
+  {
+    const ProfileScope profile("gradient norm");
+    r.grad_norm = grad_norm(model);
+  }
   r.flops.actual += dense_grad_flops(model, r.predictions);
   if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm))
     r.outcome = StepOutcome::NonFinite;
@@ -79,6 +89,7 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
     return r;
   }
   const double max_norm = s.config.optimizer.max_gradient_norm;
+  const ProfileScope profile("optimizer");
   if (max_norm > 0.0 && r.grad_norm > max_norm) scale_grads(model, static_cast<float>(max_norm / r.grad_norm));
   optimizer.step();
   return r;

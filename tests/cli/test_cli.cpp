@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -363,6 +364,36 @@ TEST(CliBenchTrain, JsonComparesDenseAndSparseProcesses) {
   EXPECT_GT(ratio, 0.1);
   EXPECT_LT(ratio, 0.5);
   EXPECT_GT(j["dense_peak_mb"].get<double>(), 1.0);
+}
+
+// --profile splits each case's step into phases: every op the tiny GPT runs, the head, the
+// optimizer, and the rest; the table shows both cases side by side.
+TEST(CliBenchTrain, ProfileSplitsTheStepIntoPhases) {
+  const std::string path = tiny_gpt_config("bench_profile", "sparsity: {algorithm: static, sparsity: 0.9, format: csr}\n");
+  const CliResult r =
+      run_cli({"bench", "train", "--params", path, "--steps", "2", "--warmup", "1", "--json", "--profile"}, kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(lines_of(r.out).at(0));
+  for (const char* key : {"dense_profile", "sparse_profile"}) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(j.contains(key));
+    std::map<std::string, double> ms;
+    for (const auto& p : j[key]) ms[p[0].get<std::string>()] = p[1].get<double>();
+    for (const char* phase : {"embedding", "layer norm", "linear forward", "attention forward", "activation",
+                              "residual add", "head", "loss", "linear backward", "attention backward",
+                              "zero grad", "batch", "gradient norm", "optimizer", "other"}) {
+      ASSERT_TRUE(ms.count(phase)) << "missing phase " << phase;
+      EXPECT_GE(ms[phase], 0.0) << phase;
+    }
+    EXPECT_GT(ms["linear forward"], 0.0);
+    EXPECT_GT(ms["linear backward"], 0.0);
+    EXPECT_EQ(ms.count("dropout"), 0u) << "the GPT has no dropout";
+  }
+  const CliResult table =
+      run_cli({"bench", "train", "--params", path, "--steps", "1", "--warmup", "0", "--profile"}, kOneThread);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "where a step goes")) << table.out;
+  EXPECT_TRUE(contains(table.out, "linear backward")) << table.out;
 }
 
 TEST(CliBenchTrain, TableAndRefusalOfADenseConfig) {
