@@ -127,10 +127,18 @@ LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_
   // The first layer's backward reads its input: keep a copy, the caller's batch may change.
   std::copy(batch.inputs.data(), batch.inputs.data() + batch.inputs.size(), input_.data());
   dropped_last_ = training && config_.dropout > 0.0;
+  // Dropout that is not inverted is compensated at evaluation as the SET reference code does: the
+  // pre-activation of every layer fed by a hidden layer, bias included, times 1 - dropout.
+  const bool scale_at_evaluation = !training && config_.dropout > 0.0 && !config_.inverted_dropout;
+  const auto keep_rate = static_cast<float>(1.0 - config_.dropout);
   ConstMatrixView x = input_;
   for (std::size_t i = 0; i < n; ++i) {
     const bool hidden = i + 1 < n;
     layers_[i]->forward(x, pre_[i]);
+    if (scale_at_evaluation && i > 0) {
+      float* z = pre_[i].data();
+      for (int64_t k = 0; k < pre_[i].size(); ++k) z[k] *= keep_rate;
+    }
     const Activation act = hidden ? config_.activation : config_.output_activation;
     activation_forward(act, pre_[i].data(), post_[i].data(), post_[i].size());
     x = post_[i];
@@ -139,10 +147,6 @@ LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_
                       Philox(seed, layers_[i]->weight().name() + ".dropout", static_cast<uint64_t>(step)), post_[i],
                       dropped_[i], keep_[i].data(), config_.inverted_dropout);
       x = dropped_[i];
-    } else if (hidden && !training && config_.dropout > 0.0 && !config_.inverted_dropout) {
-      const auto keep_rate = static_cast<float>(1.0 - config_.dropout);
-      float* h = post_[i].data();
-      for (int64_t k = 0; k < post_[i].size(); ++k) h[k] *= keep_rate;
     }
   }
   const MatrixView grad = training ? MatrixView(grad_out_) : MatrixView{};

@@ -32,8 +32,9 @@ struct MlpConfig {
   Activation output_activation = Activation::None;  // e.g. sigmoid with MSE (the SET paper)
   MlpLoss loss = MlpLoss::CrossEntropy;
   double dropout = 0.0;  // after every hidden activation, in [0, 1)
-  // false: kept activations are not scaled by 1 / (1 - dropout) in training; instead every hidden
-  // activation is multiplied by 1 - dropout at evaluation (the SET reference code).
+  // false: kept activations are not scaled by 1 / (1 - dropout) in training; instead, at
+  // evaluation, the pre-activation of every layer after the first (bias included) is multiplied by
+  // 1 - dropout (the SET reference code).
   bool inverted_dropout = true;
   // 0: torch.nn.Linear's default initialization; > 0: weights N(0, init_std^2), biases 0 (the SET
   // reference code's randn / 10 is 0.1).

@@ -203,9 +203,10 @@ INSTANTIATE_TEST_SUITE_P(
                       MlpCase{Activation::Sigmoid, Activation::Sigmoid, MlpLoss::Mse, 0.2, false},
                       MlpCase{Activation::ReLU, Activation::None, MlpLoss::CrossEntropy, 0.4, true, false}));
 
-// Dropout that is not inverted: evaluation multiplies the hidden activations by 1 - p, so with one
-// hidden layer the logits minus the bias are (1 - p) times those of the inverted model.
-TEST(MlpDropout, NotInvertedScalesHiddenActivationsAtEvaluation) {
+// Dropout that is not inverted: evaluation multiplies the pre-activation of every layer after the
+// first, bias included, by 1 - p (the SET reference code), so with one hidden layer and no output
+// activation the logits are (1 - p) times those of the inverted model, bias and all.
+TEST(MlpDropout, NotInvertedScalesLaterPreActivationsAtEvaluation) {
   MlpConfig config;
   config.inputs = 9;
   config.hidden = {13};
@@ -220,14 +221,35 @@ TEST(MlpDropout, NotInvertedScalesHiddenActivationsAtEvaluation) {
   inverted.forward(batch, false, 0, 0);
   scaled.forward(batch, false, 0, 0);
   const std::vector<float> bias(scaled.parameters()[3]->values().begin(), scaled.parameters()[3]->values().end());
-  double largest = 0.0;
+  double largest = 0.0, largest_bias = 0.0;
+  for (float b : bias) largest_bias = std::max(largest_bias, std::abs(static_cast<double>(b)));
+  ASSERT_GT(largest_bias, 0.01) << "an unscaled bias would pass unnoticed";
   for (int64_t r = 0; r < 5; ++r)
     for (int64_t c = 0; c < 4; ++c) {
-      const double want = 0.75 * (inverted.outputs().at(r, c) - bias[static_cast<std::size_t>(c)]);
-      EXPECT_NEAR(scaled.outputs().at(r, c) - bias[static_cast<std::size_t>(c)], want, 1e-5) << r << " " << c;
+      const double want = 0.75 * inverted.outputs().at(r, c);
+      EXPECT_NEAR(scaled.outputs().at(r, c), want, 1e-5) << r << " " << c;
       largest = std::max(largest, std::abs(want));
     }
   EXPECT_GT(largest, 0.01);
+  // With two hidden layers only the layers after the first scale (no dropout precedes the input).
+  config.hidden = {13, 7};
+  Mlp deep_scaled(config);
+  config.inverted_dropout = true;
+  Mlp deep_inverted(config);
+  deep_scaled.init_weights(3);
+  deep_inverted.init_weights(3);
+  deep_scaled.forward(batch, false, 0, 0);
+  deep_inverted.forward(batch, false, 0, 0);
+  // z2' = 0.75 z2, so ReLU(z2') = 0.75 ReLU(z2), and the logits are 0.75 (0.75 ReLU(z2) W3 + b3)
+  // where the inverted model's are ReLU(z2) W3 + b3.
+  const Parameter& b3 = *deep_scaled.parameters()[5];
+  ASSERT_EQ(b3.numel(), 4);
+  for (int64_t r = 0; r < 5; ++r)
+    for (int64_t c = 0; c < 4; ++c) {
+      const double b = b3.values()[static_cast<std::size_t>(c)];
+      const double want = 0.75 * (0.75 * (deep_inverted.outputs().at(r, c) - b) + b);
+      EXPECT_NEAR(deep_scaled.outputs().at(r, c), want, 1e-5) << r << " " << c;
+    }
 }
 
 // Scaled sparse initialization: each row's kept weights times sqrt(cols / kept in the row),
