@@ -1,6 +1,5 @@
 #include "models/gpt.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -52,10 +51,7 @@ namespace {
 // out = a + b, element-wise over equal-shaped matrices (the residual connections).
 void add(const Matrix& a, const Matrix& b, Matrix& out) {
   const ProfileScope profile("residual add");
-  const int64_t n = out.size();
-  parallel_run(static_cast<int>(std::clamp<int64_t>(n >> 15, 1, 1 << 16)), [&](int ith, int nth) {
-    int64_t begin = 0, end = 0;
-    balance_even(n, ith, nth, begin, end);
+  parallel_ranges(out.size(), 1 << 15, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out.data()[i] = a.data()[i] + b.data()[i];
   });
 }

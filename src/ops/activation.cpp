@@ -60,18 +60,6 @@ inline float gelu_exp(float v) { return exp_bounded(-2.0f * kGeluScale * (v + kG
 // Element-wise work below this size is not worth waking a second thread for.
 constexpr int64_t kMinPerThread = 1 << 15;
 
-// Runs body(begin, end) over [0, n) in contiguous chunks; each element is computed on its own, so
-// the split never changes a result.
-template <typename Body>
-void for_chunks(int64_t n, const Body& body) {
-  const int parts = static_cast<int>(std::min<int64_t>(n / kMinPerThread + 1, 1 << 16));
-  parallel_run(parts, [&](int ith, int nth) {
-    int64_t begin = 0, end = 0;
-    balance_even(n, ith, nth, begin, end);
-    body(begin, end);
-  });
-}
-
 }  // namespace
 
 Activation parse_activation(const std::string& text, const std::string& source) {
@@ -97,7 +85,7 @@ const char* activation_name(Activation a) {
 void activation_forward(Activation a, const float* x, float* y, int64_t n) {
   const ProfileScope profile("activation");
   if (n < 0) fail("activation_forward: element count must be >= 0, got {}", n);
-  for_chunks(n, [&](int64_t begin, int64_t end) {
+  parallel_ranges(n, kMinPerThread, [&](int64_t begin, int64_t end) {
     switch (a) {
       case Activation::None:
         if (y != x) std::copy(x + begin, x + end, y + begin);
@@ -128,7 +116,7 @@ void activation_forward(Activation a, const float* x, float* y, int64_t n) {
 void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx, int64_t n) {
   const ProfileScope profile("activation");
   if (n < 0) fail("activation_backward: element count must be >= 0, got {}", n);
-  for_chunks(n, [&](int64_t begin, int64_t end) {
+  parallel_ranges(n, kMinPerThread, [&](int64_t begin, int64_t end) {
     switch (a) {
       case Activation::None:
         if (dx != dy) std::copy(dy + begin, dy + end, dx + begin);

@@ -12,7 +12,7 @@ namespace sparsetrain {
 namespace {
 
 // Elements per thread below which splitting costs more than it saves.
-constexpr std::size_t kGrain = std::size_t{1} << 15;
+constexpr int64_t kGrain = int64_t{1} << 15;
 
 }  // namespace
 
@@ -56,15 +56,8 @@ void Optimizer::add_post_step_hook(PostStepHook hook) {
 }
 
 void Optimizer::for_ranges(std::size_t n, const std::function<void(std::size_t, std::size_t)>& body) {
-  const std::size_t parts = std::max<std::size_t>(1, n / kGrain);
-  if (parts == 1) {
-    body(0, n);
-    return;
-  }
-  parallel_run(static_cast<int>(std::min<std::size_t>(parts, 1024)), [&](int ith, int nth) {
-    int64_t begin = 0, end = 0;
-    balance_even(static_cast<int64_t>(n), ith, nth, begin, end);
-    if (begin < end) body(static_cast<std::size_t>(begin), static_cast<std::size_t>(end));
+  parallel_ranges(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
+    body(static_cast<std::size_t>(begin), static_cast<std::size_t>(end));
   });
 }
 

@@ -28,10 +28,7 @@ double grad_norm(Model& model) {
     for (int64_t i = 0; i < n; i += kChunk) chunks.push_back({g.data() + i, std::min(kChunk, n - i)});
   }
   std::vector<double> sums(chunks.size());
-  const auto count = static_cast<int64_t>(chunks.size());
-  parallel_run(static_cast<int>(std::clamp<int64_t>(count, 1, 1 << 16)), [&](int ith, int nth) {
-    int64_t begin = 0, end = 0;
-    balance_even(count, ith, nth, begin, end);
+  parallel_ranges(static_cast<int64_t>(chunks.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const Chunk& chunk = chunks[static_cast<std::size_t>(c)];
       sums[static_cast<std::size_t>(c)] = row_sum_squared_deviation(chunk.data, chunk.size, /*m=*/0.0);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/parallel.h"
@@ -73,6 +74,31 @@ TEST(BalanceEven, PartsTileTheRangeAndDifferByAtMostOne) {
     }
     EXPECT_EQ(expected_begin, 20);
   }
+}
+
+// Every item is visited exactly once, in non-empty ranges of at least min_per_part items when
+// there is more than one range; small inputs run as one range and an empty one not at all.
+TEST(ParallelRanges, CoverEveryItemOnceInLargeEnoughRanges) {
+  const int saved = num_threads();
+  set_num_threads(2);
+  for (const auto& [n, min_per_part] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {3, 4}, {9, 4}, {100, 1}}) {
+    std::vector<int> visits(static_cast<std::size_t>(n), 0);
+    std::vector<std::pair<int64_t, int64_t>> ranges(2, {-1, -1});
+    int calls = 0;
+    parallel_ranges(n, min_per_part, [&](int64_t begin, int64_t end) {
+      ranges[begin == 0 ? 0 : 1] = {begin, end};
+#pragma omp atomic
+      ++calls;
+      for (int64_t i = begin; i < end; ++i) ++visits[static_cast<std::size_t>(i)];
+    });
+    EXPECT_TRUE(std::all_of(visits.begin(), visits.end(), [](int v) { return v == 1; })) << "n=" << n;
+    EXPECT_EQ(calls, n == 0 ? 0 : n < 2 * min_per_part ? 1 : 2) << "n=" << n;
+    if (calls == 2) {
+      EXPECT_GE(ranges[0].second - ranges[0].first, min_per_part);
+      EXPECT_GE(ranges[1].second - ranges[1].first, min_per_part);
+    }
+  }
+  set_num_threads(saved);
 }
 
 }  // namespace
