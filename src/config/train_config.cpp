@@ -111,9 +111,9 @@ std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, 
   name->expected("gpt or mlp");
 }
 
-const std::vector<std::string> kInputKeys = {"data",         "path",          "tokenizer",  "batch_size",
-                                             "max_sequence_length", "validation_fraction", "split_seed",
-                                             "num_examples", "eval_batches",  "categories",    "exclude_categories"};
+const std::vector<std::string> kInputKeys = {
+    "data",       "path",         "tokenizer",      "batch_size",   "max_sequence_length", "validation_fraction",
+    "split_seed", "num_examples", "subset_shuffle", "eval_batches", "categories",          "exclude_categories"};
 
 InputConfig read_input(const Value& v, bool eval) {
   std::vector<std::string> keys = kInputKeys;
@@ -134,6 +134,9 @@ InputConfig read_input(const Value& v, bool eval) {
                            e.key == "validation_fraction" || e.key == "split_seed";
     if (text_only && !text) e.key_value.fail(fmt::format("'{}' is for text data, not {}", e.key, d));
     if (e.key == "num_examples" && text) e.key_value.fail("'num_examples' is for image data; text uses validation_fraction");
+    if (e.key == "subset_shuffle" && text) e.key_value.fail(fmt::format("'subset_shuffle' is for image data, not {}", d));
+    if (e.key == "subset_shuffle" && eval)
+      e.key_value.fail("'subset_shuffle' belongs in train_input: one shuffle stream picks both subsets");
     const bool brown_only = e.key == "categories" || e.key == "exclude_categories";
     if (brown_only && in.dataset != DatasetKind::Brown) e.key_value.fail(fmt::format("'{}' is for brown data, not {}", e.key, d));
     if (brown_only && eval)
@@ -152,6 +155,12 @@ InputConfig read_input(const Value& v, bool eval) {
     if (e.key == "validation_fraction") in.validation_fraction = number_in(x, 0.0, 1.0, true, "a number in (0, 1)");
     if (e.key == "split_seed") in.split_seed = static_cast<uint64_t>(int_at_least(x, 0));
     if (e.key == "num_examples") in.num_examples = int_at_least(x, 1);
+    if (e.key == "subset_shuffle") {
+      const std::string shuffle = x.as_string("philox or numpy");
+      if (shuffle == "philox") in.subset_shuffle = InputConfig::SubsetShuffle::Philox;
+      else if (shuffle == "numpy") in.subset_shuffle = InputConfig::SubsetShuffle::Numpy;
+      else x.expected("philox or numpy");
+    }
     if (e.key == "eval_batches") in.eval_batches = int_at_least(x, 1);
   }
   if (in.dataset == DatasetKind::TextFile && in.path.empty()) v.fail("text_file data needs 'path', the text file");

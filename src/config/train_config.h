@@ -32,6 +32,9 @@ struct InputConfig {
   // brown: only documents of these categories (empty: all), then none of the excluded ones.
   std::vector<std::string> categories, exclude_categories;
   int64_t num_examples = 0;           // images: the first n of a seed-0 shuffle (0 = all)
+  // images, train_input: which seed-0 shuffle picks both subsets; numpy = np.random.seed(0),
+  // shuffle the training indices, then the test indices (the SET reference's loader).
+  enum class SubsetShuffle { Philox, Numpy } subset_shuffle = SubsetShuffle::Philox;
   int64_t eval_batches = 0;           // eval_input: batches per evaluation (0 = the whole split)
 };
 

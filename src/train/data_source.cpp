@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/philox.h"
+#include "data/numpy_shuffle.h"
 #include "data/text_corpus.h"
 #include "text/byte_tokenizer.h"
 #include "text/gpt2_tokenizer.h"
@@ -142,8 +143,18 @@ class ImageSource final : public DataSource {
  public:
   explicit ImageSource(const TrainConfig& c) {
     FashionMnist data = c.train_input.path.empty() ? load_fashion_mnist() : load_fashion_mnist(c.train_input.path);
-    train_ = first_of_shuffle(std::move(data.train), c.train_input.num_examples, "train_input");
-    test_ = first_of_shuffle(std::move(data.test), c.eval_input.num_examples, "eval_input");
+    std::vector<int64_t> train_order, test_order;
+    if (c.train_input.subset_shuffle == InputConfig::SubsetShuffle::Numpy) {
+      const std::vector<int64_t> sizes = {data.train.count(), data.test.count()};
+      std::vector<std::vector<int64_t>> orders = numpy_legacy_shuffles(sizes, 0);
+      train_order = std::move(orders[0]);
+      test_order = std::move(orders[1]);
+    } else {
+      train_order = shuffled_indices(data.train.count(), 0);
+      test_order = shuffled_indices(data.test.count(), 0);
+    }
+    train_ = first_of(std::move(data.train), train_order, c.train_input.num_examples, "train_input");
+    test_ = first_of(std::move(data.test), test_order, c.eval_input.num_examples, "eval_input");
     batch_ = c.train_input.batch_size;
     eval_batch_size_ = c.eval_input.batch_size;
     if (train_.count() < batch_)
@@ -178,12 +189,10 @@ class ImageSource final : public DataSource {
   int64_t input_size() const override { return train_.rows * train_.cols; }
 
  private:
-  static ImageSet first_of_shuffle(ImageSet set, int64_t n, const char* section) {
+  static ImageSet first_of(ImageSet set, std::span<const int64_t> order, int64_t n, const char* section) {
     if (n == 0) return set;  // all of them, in order
     if (n > set.count()) fail("{}.num_examples: {} is more than the {} examples there are", section, n, set.count());
-    std::vector<int64_t> idx = shuffled_indices(set.count(), 0);
-    idx.resize(static_cast<std::size_t>(n));
-    return set.subset(idx);
+    return set.subset(order.first(static_cast<std::size_t>(n)));
   }
   static void fill(Batch& out, const ImageSet& set, std::span<const int64_t> idx) {
     const auto rows = static_cast<int64_t>(idx.size());

@@ -19,6 +19,8 @@
 #include "io/safetensors.h"
 #include "io/atomic_file.h"
 #include "core/parallel.h"
+#include "data/fashion_mnist.h"
+#include "data/numpy_shuffle.h"
 #include "train/checkpoint.h"
 #include "train/step.h"
 #include "train/trainer.h"
@@ -722,6 +724,63 @@ TEST(BrownCategories, SelectAndExcludeDocuments) {
                                        "m.yaml");
               }),
               HasSubstr("'categories' is for brown data, not fashion_mnist"));
+}
+
+// subset_shuffle: numpy takes the images numpy's np.random.seed(0) shuffles pick, training
+// indices first, then test indices from the same stream (numpy_legacy_shuffles is checked
+// against numpy itself in test_numpy_shuffle).
+TEST(TrainConfig, NumpySubsetShuffleTakesTheReferencesImages) {
+  const auto setup = [](const std::string& shuffle) {
+    return make_setup(load_train_config_yaml("model: {name: mlp, hidden_sizes: [4]}\n"
+                                             "train_input: {data: fashion_mnist, batch_size: 5, num_examples: 5" +
+                                                 shuffle +
+                                                 "}\neval_input: {data: fashion_mnist, batch_size: 3, num_examples: 3}\n"
+                                                 "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
+                                             "s.yaml"),
+                      1, true);
+  };
+  const FashionMnist data = load_fashion_mnist();
+  const std::vector<int64_t> sizes = {data.train.count(), data.test.count()};
+  const std::vector<std::vector<int64_t>> numpy = numpy_legacy_shuffles(sizes, 0);
+  // The positions in `order` whose image and label some row of the batch holds, sorted.
+  const auto rows_match = [](const Batch& b, const ImageSet& set, std::span<const int64_t> order) {
+    std::vector<int64_t> got;
+    for (int64_t r = 0; r < b.rows; ++r)
+      for (int64_t i = 0; i < static_cast<int64_t>(order.size()); ++i)
+        if (std::equal(set.image(order[i]), set.image(order[i]) + set.images.cols(), b.inputs.data() + r * b.inputs.cols()) &&
+            set.labels[static_cast<std::size_t>(order[i])] == b.targets[static_cast<std::size_t>(r)])
+          got.push_back(i);
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  sparsetrain::Setup numpy_setup = setup(", subset_shuffle: numpy");
+  Batch b;
+  numpy_setup.data->eval_batch(0, b);
+  EXPECT_EQ(rows_match(b, data.test, std::span(numpy[1]).first(3)), (std::vector<int64_t>{0, 1, 2}));
+  numpy_setup.data->train_batch(1, 1, b);
+  EXPECT_EQ(rows_match(b, data.train, std::span(numpy[0]).first(5)), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  sparsetrain::Setup philox_setup = setup("");
+  philox_setup.data->eval_batch(0, b);
+  EXPECT_TRUE(rows_match(b, data.test, std::span(numpy[1]).first(3)).empty());
+
+  const std::string rest = "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n";
+  EXPECT_THAT(error_of([&] {
+                load_train_config_yaml("model: {name: mlp}\ntrain_input: {data: fashion_mnist}\n"
+                                       "eval_input: {data: fashion_mnist, subset_shuffle: numpy}\n" + rest,
+                                       "e.yaml");
+              }),
+              HasSubstr("e.yaml:3:35: eval_input.subset_shuffle: 'subset_shuffle' belongs in train_input"));
+  EXPECT_THAT(error_of([&] {
+                load_train_config_yaml("model: {name: mlp}\ntrain_input: {data: fashion_mnist, subset_shuffle: numbpy}\n" +
+                                           rest,
+                                       "f.yaml");
+              }),
+              HasSubstr("expected philox or numpy"));
+  EXPECT_THAT(error_of([&] {
+                load_train_config_yaml("model: {name: gpt}\ntrain_input: {data: brown, subset_shuffle: numpy}\n" + rest,
+                                       "g.yaml");
+              }),
+              HasSubstr("'subset_shuffle' is for image data, not brown"));
 }
 
 TEST(TrainConfig, SetReferenceKeysAreRead) {
