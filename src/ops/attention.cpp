@@ -56,6 +56,32 @@ void accumulate_slice(float* y, int64_t n, int64_t first, int64_t last, Term ter
   for (int64_t l = 0; l < kLanes; ++l) y[l] = acc[l];
 }
 
+// Softmax rows of the T x T score matrix: row t has n = t + 1 live entries. The vector loops
+// run on to the first kLanes boundary at or past n (capped at the row's length), so no row pays
+// for a scalar tail of up to 15 exponentials; the entries from n to that boundary, which hold
+// scores of future keys (or NaN from them), are zeroed before anything sums over them, so
+// nothing leaks backwards in time.
+int64_t live_chunks_end(int64_t n, int64_t len) { return std::min(len, (n + kLanes - 1) / kLanes * kLanes); }
+
+// row[0..n) = softmax(row[0..n)), row[n..len) = 0.
+void causal_softmax_row(float* row, int64_t n, int64_t len) {
+  const int64_t end = live_chunks_end(n, len);
+  const float maxv = row_max(row, n);
+  for (int64_t j = 0; j < end; ++j) row[j] = exp_nonpositive(row[j] - maxv);
+  std::fill(row + n, row + len, 0.0f);
+  const auto inv = static_cast<float>(1.0 / row_sum(row, end));
+  for (int64_t j = 0; j < end; ++j) row[j] *= inv;
+}
+
+// Softmax backward on row t, ds[j] = p[j] (ds[j] - sum_k p[k] ds[k]) for j < n, with ds = dP
+// coming in and p zero from n on. Entries from n up to the chunk end become zero.
+void causal_softmax_backward_row(const float* p, float* ds, int64_t n, int64_t len) {
+  const int64_t end = live_chunks_end(n, len);
+  std::fill(ds + n, ds + end, 0.0f);
+  const auto dot = static_cast<float>(row_dot(p, ds, end));
+  for (int64_t j = 0; j < end; ++j) ds[j] = p[j] * (ds[j] - dot);
+}
+
 // Y[t] = alpha * sum_{s <= t} W[t, s] X[s] for t < T: W [T x T] lower triangular (row stride T),
 // X and Y rows of D floats with strides ldx and ldy. Y is overwritten.
 void causal_rows(int64_t T, int64_t D, float alpha, const float* W, const float* X, int64_t ldx, float* Y,
@@ -150,14 +176,7 @@ void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView 
 
       // att = softmax(q k^T / sqrt(D)) over s <= t
       causal_scores(T, D, scale, q, qkv.ld, k, qkv.ld, att);
-      for (int64_t t = 0; t < T; ++t) {
-        float* row = att + t * T;
-        const float maxv = row_max(row, t + 1);
-        for (int64_t j = 0; j <= t; ++j) row[j] = exp_nonpositive(row[j] - maxv);
-        const auto inv = static_cast<float>(1.0 / row_sum(row, t + 1));
-        for (int64_t j = 0; j <= t; ++j) row[j] *= inv;
-        std::fill(row + t + 1, row + T, 0.0f);
-      }
+      for (int64_t t = 0; t < T; ++t) causal_softmax_row(att + t * T, t + 1, T);
 
       // out = att v
       causal_rows(T, D, 1.0f, att, v, qkv.ld, out.row(b * T) + h * D, out.ld);
@@ -200,14 +219,7 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
 
       // dP = dout v^T, over the causal part (entries above the diagonal are not used)
       causal_scores(T, D, 1.0f, dy, dout.ld, v, qkv.ld, ds.data());
-      for (int64_t t = 0; t < T; ++t) {
-        const float* pt = att + t * T;
-        float* dst = ds.data() + t * T;
-        double dot = 0.0;
-        for (int64_t j = 0; j <= t; ++j) dot += static_cast<double>(pt[j]) * dst[j];
-        const float dotf = static_cast<float>(dot);
-        for (int64_t j = 0; j <= t; ++j) dst[j] = pt[j] * (dst[j] - dotf);
-      }
+      for (int64_t t = 0; t < T; ++t) causal_softmax_backward_row(att + t * T, ds.data() + t * T, t + 1, T);
 
       causal_rows(T, D, scale, ds.data(), k, qkv.ld, dq, dqkv.ld);
       causal_cols(T, D, scale, ds.data(), q, qkv.ld, dk, dqkv.ld);

@@ -76,6 +76,19 @@ inline double row_sum(const float* x, int64_t n) {
   return sum;
 }
 
+// The dot product of x[0..n) and y[0..n) in double, in 8 interleaved partial sums.
+inline double row_dot(const float* x, const float* y, int64_t n) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(y[i + l]);
+  double sum = 0.0;
+  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
+  for (; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(y[i]);
+  return sum;
+}
+
 // Sum over i of (x[i] - m)^2 in double, in 8 interleaved partial sums.
 inline double row_sum_squared_deviation(const float* x, int64_t n, double m) {
   constexpr int kLanes = 8;

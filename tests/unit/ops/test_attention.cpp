@@ -187,7 +187,9 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
   }
 }
 
-// A non-finite key and value at the last position reach only that position's outputs.
+// A non-finite key and value at the last position reach only that position's outputs, and in
+// the backward pass no earlier query's gradient (keys' and values' gradients all see the last
+// query's NaN probabilities, and the other batch element sees nothing).
 TEST(Attention, FutureNaNDoesNotReachEarlierTokens) {
   for (const AttentionShape& s : {AttentionShape{2, 40, 2, 8}, AttentionShape{2, 40, 2, 40}}) {
     SCOPED_TRACE(name_of(s));
@@ -206,6 +208,18 @@ TEST(Attention, FutureNaNDoesNotReachEarlierTokens) {
           ASSERT_TRUE(std::isfinite(p.out.at(r, c))) << r << "," << c;
         }
       }
+    p.backward();
+    for (int64_t r = 0; r < s.batch * s.seq; ++r) {
+      const bool other_batch = r > last;
+      for (int64_t c = 0; c < s.channels; ++c) {
+        if (r == last) continue;
+        ASSERT_TRUE(std::isfinite(p.dqkv.at(r, c))) << "dq " << r << "," << c;
+        if (other_batch) {
+          ASSERT_TRUE(std::isfinite(p.dqkv.at(r, s.channels + c))) << "dk " << r << "," << c;
+          ASSERT_TRUE(std::isfinite(p.dqkv.at(r, 2 * s.channels + c))) << "dv " << r << "," << c;
+        }
+      }
+    }
   }
 }
 
