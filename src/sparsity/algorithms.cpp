@@ -30,14 +30,41 @@ DropAndGrow::DropAndGrow(LevelSchedule sparsity, UpdateSchedule schedule, LevelS
     : DynamicSparsityAlgorithm(std::move(sparsity), std::move(schedule), std::move(options)),
       drop_fraction_(std::move(drop_fraction)) {}
 
+Mask DropAndGrow::drop(ConstMatrixView values, ConstMatrixView magnitude, const Mask& current, const FormatSpec& f,
+                       double fraction, int64_t limit) const {
+  if (!drop_by_sign_)
+    return drop_minimum(magnitude, current, f, std::min(kept_units(fraction, units_kept_by(current, f)), limit));
+  // Each sign keeps its own (1 - fraction) share, largest |w| first; zeros are in neither.
+  const int64_t rows = current.rows(), cols = current.cols();
+  Mask positive(rows, cols), negative(rows, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      positive.set(r, c, current.at(r, c) && values.at(r, c) > 0.0f);
+      negative.set(r, c, current.at(r, c) && values.at(r, c) < 0.0f);
+    }
+  const Mask kept_positive = drop_minimum(magnitude, positive, f, kept_units(fraction, positive.nnz()));
+  const Mask kept_negative = drop_minimum(magnitude, negative, f, kept_units(fraction, negative.nnz()));
+  Mask both(rows, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) both.set(r, c, kept_positive.at(r, c) || kept_negative.at(r, c));
+  return both.nnz() > limit ? drop_minimum(magnitude, both, f, limit) : both;
+}
+
+void DropAndGrow::set_drop_by_sign(bool on) {
+  const std::optional<FormatSpec>& f = options_.format;
+  if (on && f && (f->kind == FormatKind::NM || f->block > 1))
+    fail("{}: 'drop_by_sign' needs unstructured sparsity; format {} keeps blocks or groups, which have no sign", name(),
+         f->name());
+  drop_by_sign_ = on;
+}
+
 Mask DropAndGrow::update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) {
   const FormatSpec f = unit_format(p);
-  const double drop = drop_fraction_.at(step, updates_done_);
-  const Matrix magnitude = abs_values(p.to_dense()), grow = grow_scores(p, step);
+  const double fraction = drop_fraction_.at(step, updates_done_);
+  const Matrix values = p.to_dense(), magnitude = abs_values(p.to_dense()), grow = grow_scores(p, step);
   auto drop_and_grow = [&](const Stripe& s, const Mask* current) {
     const int64_t target = kept_count(sparsity, mask_units(f, s.rows, s.cols));
-    const int64_t keep = std::min(kept_units(drop, units_kept_by(*current, f)), target);
-    return grow_maximum(s.of(grow), drop_minimum(s.of(magnitude), *current, f, keep), f, target);
+    return grow_maximum(s.of(grow), drop(s.of(values), s.of(magnitude), *current, f, fraction, target), f, target);
   };
   if (const std::optional<Balance> b = balance(p, f))
     return select_per_stripe(*b, p.rows(), p.cols(), &mask, drop_and_grow);

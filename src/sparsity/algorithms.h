@@ -11,7 +11,9 @@
 // starts dense is pruned to its level at the first update. Regrown connections start at zero
 // (or, with grow_init_std > 0, at N(0, grow_init_std^2) draws, as the SET reference code's
 // randn / 10) with zero optimizer state; one dropped and regrown in the same update keeps its
-// value.
+// value. With drop_by_sign (unstructured only), the positive and the negative weights each lose
+// `drop_fraction` of their own count, those closest to zero, and zero-valued weights are always
+// dropped, as in the SET reference code.
 #include "sparsity/algorithm.h"
 
 namespace sparsetrain {
@@ -41,14 +43,24 @@ class DropAndGrow : public DynamicSparsityAlgorithm {
   // > 0: regrown weights are drawn from N(0, std^2) instead of starting at zero.
   void set_grow_init_std(double std);
   double grow_init_std() const { return grow_init_std_; }
+  // true: drop by sign, as the SET reference does; an Error for block and N:M formats, whose
+  // units have no sign.
+  void set_drop_by_sign(bool on);
+  bool drop_by_sign() const { return drop_by_sign_; }
 
  protected:
   // Scores for regrowth (higher grows first) over the whole [rows x cols] parameter.
   virtual Matrix grow_scores(Parameter& p, int64_t step) const = 0;
 
  private:
+  // The kept units of `current` after the drop, at most `limit` of them; `values` and
+  // `magnitude` are the stripe's signed and absolute weights.
+  Mask drop(ConstMatrixView values, ConstMatrixView magnitude, const Mask& current, const FormatSpec& f, double fraction,
+            int64_t limit) const;
+
   LevelSchedule drop_fraction_;
   double grow_init_std_ = 0.0;
+  bool drop_by_sign_ = false;
 };
 
 class SET final : public DropAndGrow {

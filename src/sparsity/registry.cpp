@@ -24,15 +24,21 @@ LevelSchedule drop_fraction_or_default(const AlgorithmSpec& spec) {
   return spec.drop_fraction.value_or(LevelSchedule::constant(0.3));
 }
 
-// The optional extra key `grow_init_std` of SET and RigL (a number >= 0).
+// The optional extra keys of SET and RigL: `grow_init_std` (a number >= 0) and `drop_by_sign`
+// (true or false).
 template <typename A>
-std::unique_ptr<SparsityAlgorithm> with_grow_init(std::unique_ptr<A> algorithm, const AlgorithmSpec& spec) {
+std::unique_ptr<SparsityAlgorithm> with_extras(std::unique_ptr<A> algorithm, const AlgorithmSpec& spec) {
   if (const auto it = spec.extra.find("grow_init_std"); it != spec.extra.end()) {
     char* end = nullptr;
     const double std = std::strtod(it->second.c_str(), &end);
     if (it->second.empty() || *end != '\0')
       fail("{}: 'grow_init_std' must be a number >= 0, got '{}'", algorithm->name(), it->second);
     algorithm->set_grow_init_std(std);
+  }
+  if (const auto it = spec.extra.find("drop_by_sign"); it != spec.extra.end()) {
+    if (it->second != "true" && it->second != "false")
+      fail("{}: 'drop_by_sign' must be true or false, got '{}'", algorithm->name(), it->second);
+    algorithm->set_drop_by_sign(it->second == "true");
   }
   return algorithm;
 }
@@ -47,15 +53,15 @@ struct Registry {
     entries["gmp"] = {[](const AlgorithmSpec& s) { return std::make_unique<GMP>(s.sparsity, *s.update, s.options); },
                       {KeyRule::Required, KeyRule::Rejected, LevelRule::Changing, {}}};
     entries["set"] = {[](const AlgorithmSpec& s) {
-                        return with_grow_init(
+                        return with_extras(
                             std::make_unique<SET>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options), s);
                       },
-                      {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {"grow_init_std"}}};
+                      {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {"grow_init_std", "drop_by_sign"}}};
     entries["rigl"] = {[](const AlgorithmSpec& s) {
-                         return with_grow_init(
+                         return with_extras(
                              std::make_unique<RigL>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options), s);
                        },
-                       {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {"grow_init_std"}}};
+                       {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {"grow_init_std", "drop_by_sign"}}};
   }
 };
 

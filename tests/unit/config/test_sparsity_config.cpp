@@ -744,7 +744,21 @@ sparsity:
   EXPECT_EQ(load_error("sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 1}, shift: 1}"),
             "cfg.yaml:1:63: sparsity.shift: unknown key; a 2.2+ group takes algorithm, type, sparsity, schedule, "
             "update, drop_fraction, init_method, param_filter, balance_in_groups, balance_out_groups, format, "
-            "distribution, seed, overrides or grow_init_std");
+            "distribution, seed, overrides, grow_init_std or drop_by_sign");
+}
+
+// SET's and RigL's extra keys are checked by their setters at load time, located.
+TEST(SparsityConfig, DropAndGrowExtraKeysAreChecked) {
+  EXPECT_EQ(load_error("sparsity: {algorithm: set, sparsity: 0.5, update: {freq: 1}, drop_by_sign: maybe}"),
+            "cfg.yaml:1:11: sparsity: set: 'drop_by_sign' must be true or false, got 'maybe'");
+  EXPECT_EQ(load_error("sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 1}, format: bcsr4, "
+                       "drop_by_sign: true}"),
+            "cfg.yaml:1:11: sparsity: rigl: 'drop_by_sign' needs unstructured sparsity; format bcsr4 keeps blocks or "
+            "groups, which have no sign");
+  EXPECT_NE(describe(load("sparsity: {algorithm: set, sparsity: 0.5, update: {freq: 1}, drop_by_sign: true}"))
+                .front()
+                .find(" drop_by_sign=true"),
+            std::string::npos);
 }
 
 TEST(SparsityConfig, RegistryRules) {
@@ -807,7 +821,7 @@ sparsity:
 )"),
             "cfg.yaml:3:3: sparsity.sparsty: unknown key; a 2.2+ group takes algorithm, type, sparsity, schedule, "
             "update, drop_fraction, init_method, param_filter, balance_in_groups, balance_out_groups, format, "
-            "distribution, seed, overrides or grow_init_std (did you mean 'sparsity'?)");
+            "distribution, seed, overrides, grow_init_std or drop_by_sign (did you mean 'sparsity'?)");
   EXPECT_EQ(load_error(R"(
 sparsity:
   algorithm: rigl

@@ -2,8 +2,10 @@
 // determinism by name and seed, optimizer state at prune and regrow, skipped updates.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/philox.h"
 #include "error_of.h"
 #include "optim/sgd.h"
 #include "sparsity/algorithms.h"
@@ -278,21 +280,29 @@ TEST(Algorithms, SetKeepsTheLargestAndRegrowsRandomlyToTheExactCount) {
   EXPECT_FALSE(after == mask_before);
 }
 
+// One 200 x 300 layer: enough kept weights for the counts below to be far from chance.
+struct Wide : Module {
+  Wide() : Module("Wide") {
+    fc = &register_module("fc", std::make_unique<Linear>(200, 300));
+    testing::fill_distinct(*this);
+  }
+  Linear* fc;
+};
+
+// SET at `level`, dropping 30% every 10 steps, its draws keyed by `seed`.
+SET set_every_10(double level, uint64_t seed) {
+  SparsityOptions o;
+  o.seed = seed;
+  return SET(LevelSchedule::constant(level), UpdateSchedule::every(10), LevelSchedule::constant(0.3), o);
+}
+
 // grow_init_std: regrown weights are N(0, std^2) draws (the SET reference code's randn / 10);
 // survivors keep their values; the default regrows zeros; a negative value is refused.
 TEST(Algorithms, SetRegrowsWithNormalDrawsWhenAskedElseZeros) {
   for (const double std : {0.0, 0.5}) {
     SCOPED_TRACE(std);
-    struct Wide : Module {
-      Wide() : Module("Wide") {
-        fc = &register_module("fc", std::make_unique<Linear>(200, 300));
-        testing::fill_distinct(*this);
-      }
-      Linear* fc;
-    } model;
-    SparsityOptions o;
-    o.seed = 2;
-    SET set(LevelSchedule::constant(0.8), UpdateSchedule::every(10), LevelSchedule::constant(0.3), o);
+    Wide model;
+    SET set = set_every_10(0.8, 2);
     set.set_grow_init_std(std);
     set.apply(model);
     Parameter& p = *model.fc->weight;
@@ -321,6 +331,64 @@ TEST(Algorithms, SetRegrowsWithNormalDrawsWhenAskedElseZeros) {
   SET set(LevelSchedule::constant(0.8), UpdateSchedule::every(10));
   EXPECT_NE(error_of([&] { set.set_grow_init_std(-1.0); }).find("'grow_init_std' must be a finite number >= 0"),
             std::string::npos);
+}
+
+// drop_by_sign: the positive and the negative weights each lose drop_fraction of their own count,
+// those closest to zero, where the default drops by |w| across both. The weights here are built
+// so the two rules differ: every positive weight (|w| in [1, 2]) is larger than every negative
+// one (|w| < 0.1), so dropping 30% by |w| takes only negatives.
+TEST(Algorithms, SetDropsEachSignSeparatelyWhenAsked) {
+  for (const bool by_sign : {false, true}) {
+    SCOPED_TRACE(by_sign);
+    Wide model;
+    SET set = set_every_10(0.9, 3);
+    set.set_drop_by_sign(by_sign);
+    set.apply(model);
+    Parameter& p = *model.fc->weight;
+    Matrix values(p.rows(), p.cols());
+    const Philox rng(7, "signs");
+    for (int64_t i = 0; i < values.size(); ++i) {
+      const float u = rng.uniform(static_cast<uint64_t>(i));
+      values.data()[i] = u < 0.5f ? 1.0f + 2.0f * u : -0.2f * (u - 0.5f) - 1e-4f;
+    }
+    p.assign_dense(values);
+    const Matrix before = p.to_dense();
+    const Mask mask_before = p.mask();
+    set.update(10);
+    const Mask mask_after = p.mask();
+    ASSERT_EQ(mask_after.nnz(), mask_before.nnz());
+
+    // Per sign: the kept weights' |w| in descending order, and how many of them survive.
+    for (const float sign : {1.0f, -1.0f}) {
+      std::vector<float> kept;
+      for (int64_t i = 0; i < before.size(); ++i)
+        if (mask_before.data()[i] && before.data()[i] * sign > 0.0f) kept.push_back(std::fabs(before.data()[i]));
+      std::sort(kept.rbegin(), kept.rend());
+      const auto n = static_cast<int64_t>(kept.size());
+      ASSERT_GT(n, 2000);
+      int64_t survivors = 0, top_survivors = 0;
+      const int64_t top = kept_units(0.3, n);
+      for (int64_t i = 0; i < before.size(); ++i) {
+        if (!mask_before.data()[i] || before.data()[i] * sign <= 0.0f || !mask_after.data()[i]) continue;
+        ++survivors;
+        top_survivors += std::fabs(before.data()[i]) >= kept[static_cast<std::size_t>(top - 1)];
+      }
+      if (by_sign) {
+        EXPECT_EQ(top_survivors, top) << "the largest 70% of each sign stay";
+        // The other 30% were dropped; random regrowth brings back a few percent of them.
+        EXPECT_LT(survivors, top + (n - top) / 5);
+      } else if (sign > 0.0f) {
+        EXPECT_EQ(survivors, n) << "by |w|, no positive weight is among the smallest 30%";
+      } else {
+        EXPECT_LT(survivors, n / 2) << "by |w|, the whole drop falls on the negative weights";
+      }
+    }
+  }
+  SparsityOptions blocks;
+  blocks.format = FormatSpec::parse("bcsr4", "test");
+  SET set(LevelSchedule::constant(0.9), UpdateSchedule::every(10), LevelSchedule::constant(0.3), blocks);
+  EXPECT_EQ(error_of([&] { set.set_drop_by_sign(true); }),
+            "set: 'drop_by_sign' needs unstructured sparsity; format bcsr4 keeps blocks or groups, which have no sign");
 }
 
 TEST(Algorithms, StartingLaterKeepsParametersDenseThenPrunesToTheLevel) {
