@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -257,6 +258,11 @@ int run_bench_train(const BenchTrainOptions& o) {
   std::vector<double> gemm_rates;
   for (const json& j : dense) gemm_rates.push_back(j["gemm"]["gflops"].get<double>());
   const double gemm_rate = median(gemm_rates);
+  // Each round's dense and sparse processes ran back to back, so their ratio shows how far the
+  // machine's speed drifted between rounds.
+  std::vector<double> round_speedups;
+  for (int r = 0; r < o.rounds; ++r)
+    round_speedups.push_back(dense[r]["ms_per_step"].get<double>() / sparse[r]["ms_per_step"].get<double>());
   const std::set<std::string> names = s["sparse_parameters"].get<std::set<std::string>>();
   const Memory dense_layers = layers_memory(d, names), sparse_layers = layers_memory(s, names);
   const char* unit = config.is_gpt() ? "tokens" : "samples";
@@ -274,6 +280,7 @@ int run_bench_train(const BenchTrainOptions& o) {
                  {"dense_tokens_per_s", dense_rate},
                  {"sparse_tokens_per_s", sparse_rate},
                  {"speedup", dense_ms / sparse_ms},
+                 {"speedup_per_round", round_speedups},
                  {"flop_limit_speedup", flops_dense / flops_sparse},
                  {"dense_flops_per_step", flops_dense},
                  {"sparse_flops_per_step", flops_sparse},
@@ -309,7 +316,9 @@ int run_bench_train(const BenchTrainOptions& o) {
   fmt::print("{:<7} {:>9.1f} {:>10.0f} {:>12.1f} {:>13.1f} {:>9.0f} {:>17.1f}\n\n", "sparse", sparse_ms, sparse_rate,
              flops_sparse / 1e9, flops_sparse / sparse_ms / 1e6, result["sparse_peak_mb"].get<double>(),
              sparse_layers.total());
-  fmt::print("speedup {:.2f}x (FLOP limit {:.2f}x)\n", dense_ms / sparse_ms, flops_dense / flops_sparse);
+  fmt::print("speedup {:.2f}x (FLOP limit {:.2f}x)", dense_ms / sparse_ms, flops_dense / flops_sparse);
+  if (o.rounds > 1) fmt::print("; round by round {:.2f}x", fmt::join(round_speedups, "x, "));
+  fmt::print("\n");
   fmt::print("dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{})\n",
              dense_model_gflops, dense_model_gflops / gemm_rate, gemm_rate, d["gemm"]["m"].get<int64_t>(),
              d["gemm"]["n"].get<int64_t>(), d["gemm"]["k"].get<int64_t>());

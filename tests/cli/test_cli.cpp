@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -339,11 +340,19 @@ runconfig: {max_steps: 10, seed: 3}
 TEST(CliBenchTrain, JsonComparesDenseAndSparseProcesses) {
   const std::string path =
       tiny_gpt_config("bench_train", "sparsity: {algorithm: static, sparsity: 0.9, format: csr, distribution: uniform}\n");
-  const CliResult r = run_cli({"bench", "train", "--params", path, "--steps", "2", "--warmup", "1", "--json"}, kOneThread);
+  const CliResult r = run_cli(
+      {"bench", "train", "--params", path, "--steps", "2", "--warmup", "1", "--rounds", "2", "--json"}, kOneThread);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 1u) << r.out;
   const nlohmann::json j = nlohmann::json::parse(lines[0]);
+  ASSERT_EQ(j["speedup_per_round"].size(), 2u);
+  // Two rounds: the medians are the means, whose ratio lies between the two rounds' ratios.
+  const double first = j["speedup_per_round"][0], second = j["speedup_per_round"][1];
+  EXPECT_GT(first, 0.0);
+  EXPECT_GT(second, 0.0);
+  EXPECT_GE(j["speedup"].get<double>(), std::min(first, second) * (1 - 1e-12));
+  EXPECT_LE(j["speedup"].get<double>(), std::max(first, second) * (1 + 1e-12));
   for (const char* key : {"dense_tokens_per_s", "sparse_tokens_per_s", "speedup", "dense_peak_mb", "sparse_peak_mb",
                           "flop_limit_speedup", "gemm_gflops", "dense_fraction_of_gemm", "sparse_layers_memory_ratio"})
     ASSERT_TRUE(j.contains(key)) << "missing " << key;
@@ -399,9 +408,12 @@ TEST(CliBenchTrain, ProfileSplitsTheStepIntoPhases) {
 TEST(CliBenchTrain, TableAndRefusalOfADenseConfig) {
   const std::string sparse =
       tiny_gpt_config("bench_table", "sparsity: {algorithm: static, sparsity: 0.9, format: bcsr4}\n");
-  const CliResult r = run_cli({"bench", "train", "--params", sparse, "--steps", "1", "--warmup", "0"}, kOneThread);
+  const CliResult r =
+      run_cli({"bench", "train", "--params", sparse, "--steps", "1", "--warmup", "0", "--rounds", "2"}, kOneThread);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "speedup ")) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(speedup [0-9.]+x \(FLOP limit [0-9.]+x\); round by round )"
+                                                  R"([0-9.]+x, [0-9.]+x\n)")))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "of oneDNN's GEMM rate")) << r.out;
   EXPECT_TRUE(contains(r.out, "64 tokens per step")) << r.out;
 
