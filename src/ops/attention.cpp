@@ -86,7 +86,7 @@ void causal_softmax_row(float* row, int64_t n, int64_t len) {
 void causal_softmax_backward_row(const float* p, float* ds, int64_t n, int64_t len) {
   const int64_t end = live_chunks_end(n, len);
   std::fill(ds + n, ds + end, 0.0f);
-  const auto dot = static_cast<float>(row_dot(p, ds, end));
+  const auto dot = static_cast<float>(row_dot_product(p, ds, end));
   for (int64_t j = 0; j < end; ++j) ds[j] = p[j] * (ds[j] - dot);
 }
 

@@ -63,49 +63,37 @@ inline float row_max(const float* x, int64_t n) {
   return m;
 }
 
-// The sum of x[0..n) in double, in 8 interleaved partial sums.
+// Sum over i in [0, n) of term(i) (a double) in 8 interleaved partial sums, added up lane by lane,
+// then the tail in order: the fixed order that vectorizes and gives the same bits on every ISA.
+template <typename Term>
+inline double lane_sum(int64_t n, Term term) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
+  double sum = 0.0;
+  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
+  for (; i < n; ++i) sum += term(i);
+  return sum;
+}
+
+// The sum of x[0..n) in double.
 inline double row_sum(const float* x, int64_t n) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[i + l]);
-  double sum = 0.0;
-  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
-  for (; i < n; ++i) sum += static_cast<double>(x[i]);
-  return sum;
+  return lane_sum(n, [x](int64_t i) { return static_cast<double>(x[i]); });
 }
 
-// The dot product of x[0..n) and y[0..n) in double, in 8 interleaved partial sums.
-inline double row_dot(const float* x, const float* y, int64_t n) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[i + l]) * static_cast<double>(y[i + l]);
-  double sum = 0.0;
-  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
-  for (; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(y[i]);
-  return sum;
+// The dot product of x[0..n) and y[0..n) in double.
+inline double row_dot_product(const float* x, const float* y, int64_t n) {
+  return lane_sum(n, [x, y](int64_t i) { return static_cast<double>(x[i]) * static_cast<double>(y[i]); });
 }
 
-// Sum over i of (x[i] - m)^2 in double, in 8 interleaved partial sums.
+// Sum over i of (x[i] - m)^2 in double.
 inline double row_sum_squared_deviation(const float* x, int64_t n, double m) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      const double d = static_cast<double>(x[i + l]) - m;
-      lanes[l] += d * d;
-    }
-  double sum = 0.0;
-  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
-  for (; i < n; ++i) {
+  return lane_sum(n, [x, m](int64_t i) {
     const double d = static_cast<double>(x[i]) - m;
-    sum += d * d;
-  }
-  return sum;
+    return d * d;
+  });
 }
 
 }  // namespace sparsetrain
