@@ -1,6 +1,7 @@
 #include "sparsity/algorithms.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 #include "core/philox.h"
@@ -61,10 +62,13 @@ void DropAndGrow::set_drop_by_sign(bool on) {
 Mask DropAndGrow::update_mask(Parameter& p, const Mask& mask, double sparsity, int64_t step) {
   const FormatSpec f = unit_format(p);
   const double fraction = drop_fraction_.at(step, updates_done_);
-  const Matrix values = p.to_dense(), magnitude = abs_values(p.to_dense()), grow = grow_scores(p, step);
+  const Matrix magnitude = abs_values(p.to_dense()), grow = grow_scores(p, step);
+  // The signed weights only when the drop looks at signs.
+  const std::optional<Matrix> values = drop_by_sign_ ? std::optional<Matrix>(p.to_dense()) : std::nullopt;
   auto drop_and_grow = [&](const Stripe& s, const Mask* current) {
     const int64_t target = kept_count(sparsity, mask_units(f, s.rows, s.cols));
-    return grow_maximum(s.of(grow), drop(s.of(values), s.of(magnitude), *current, f, fraction, target), f, target);
+    const ConstMatrixView signed_values = values ? s.of(*values) : ConstMatrixView{};
+    return grow_maximum(s.of(grow), drop(signed_values, s.of(magnitude), *current, f, fraction, target), f, target);
   };
   if (const std::optional<Balance> b = balance(p, f))
     return select_per_stripe(*b, p.rows(), p.cols(), &mask, drop_and_grow);

@@ -53,8 +53,8 @@ class DropAndGrow : public DynamicSparsityAlgorithm {
   virtual Matrix grow_scores(Parameter& p, int64_t step) const = 0;
 
  private:
-  // The kept units of `current` after the drop, at most `limit` of them; `values` and
-  // `magnitude` are the stripe's signed and absolute weights.
+  // The kept units of `current` after the drop, at most `limit` of them; `magnitude` is the
+  // stripe's absolute weights, `values` its signed ones (read only with drop_by_sign).
   Mask drop(ConstMatrixView values, ConstMatrixView magnitude, const Mask& current, const FormatSpec& f, double fraction,
             int64_t limit) const;
 
