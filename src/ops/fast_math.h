@@ -8,6 +8,7 @@
 // -ffast-math and give the same bits on every ISA.
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 namespace sparsetrain {
 
@@ -49,14 +50,19 @@ inline float exp_bounded(float x) {
 inline float exp_nonpositive(float x) { return exp_bounded(select(x < -87.0f, -87.0f, x)); }
 
 // The largest of x[0..n), n >= 1. A NaN in x may or may not come out; softmax callers get NaN
-// from their sums either way.
+// from their sums either way. The lanes are a GCC vector type: the same select written on
+// arrays stays scalar (GCC does not vectorize the compare-and-select reduction), which made
+// this the slowest part of the attention and loss softmax rows.
 inline float row_max(const float* x, int64_t n) {
   constexpr int kLanes = 16;
-  float lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, x[0]);
+  using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+  Lanes lanes = Lanes{} + x[0];
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] = select(x[i + l] > lanes[l], x[i + l], lanes[l]);
+  for (; i + kLanes <= n; i += kLanes) {
+    Lanes v;
+    std::memcpy(&v, x + i, sizeof v);
+    lanes = v > lanes ? v : lanes;
+  }
   float m = lanes[0];
   for (int l = 1; l < kLanes; ++l) m = select(lanes[l] > m, lanes[l], m);
   for (; i < n; ++i) m = select(x[i] > m, x[i], m);
