@@ -111,12 +111,12 @@ std::string name_of(const AttentionShape& s) {
 }
 
 // Sequence lengths below, at and past the 32-query blocks of the implementation (and, 140, past
-// the 128-query blocks of its score products); head widths
-// below, at (16, 64) and past (20: a full 16-float slice and a tail) the 16-float slices of the
-// diagonal blocks.
-const AttentionShape kShapes[] = {{1, 1, 1, 5},   {2, 3, 1, 5},   {1, 17, 3, 12}, {2, 17, 3, 33},
-                                  {1, 33, 3, 6},  {1, 40, 1, 8},  {1, 64, 2, 8},  {2, 70, 3, 24},
-                                  {1, 35, 2, 32}, {1, 40, 2, 40}, {1, 70, 1, 64}, {1, 140, 2, 16}};
+// the 128-query blocks of its score products); head widths below, at (16, 64) and past the
+// 16-float chunks of the diagonal blocks (20: a chunk and a tail; 84: a full 64-float span, one
+// more chunk and a tail).
+const AttentionShape kShapes[] = {{1, 1, 1, 5},   {2, 3, 1, 5},    {1, 17, 3, 12}, {2, 17, 3, 33}, {1, 33, 3, 6},
+                                  {1, 40, 1, 8},  {1, 64, 2, 8},   {2, 70, 3, 24}, {1, 35, 2, 32}, {1, 40, 2, 40},
+                                  {1, 70, 1, 64}, {1, 140, 2, 16}, {1, 40, 1, 84}};
 
 TEST(Attention, ForwardMatchesFloat64Reference) {
   for (const AttentionShape& s : kShapes) {
