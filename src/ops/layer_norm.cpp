@@ -72,29 +72,13 @@ void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gam
       const float* xt = x.row(t);
       const float* dyt = dy.row(t);
       const float m = mean[t], r = rstd[t];
-      // Both sums in double, in 8 interleaved partial sums each (vectorizable, same bits on
-      // every ISA).
-      constexpr int kLanes = 8;
-      double g_lanes[kLanes] = {}, gx_lanes[kLanes] = {};
-      int64_t i = 0;
-      for (; i + kLanes <= C; i += kLanes)
-        for (int l = 0; l < kLanes; ++l) {
-          const float xhat = (xt[i + l] - m) * r;
-          const float g = dyt[i + l] * gamma[i + l];
-          g_lanes[l] += g;
-          gx_lanes[l] += static_cast<double>(g) * xhat;
-        }
-      double g_sum = 0.0, gx_sum = 0.0;
-      for (int l = 0; l < kLanes; ++l) {
-        g_sum += g_lanes[l];
-        gx_sum += gx_lanes[l];
-      }
-      for (; i < C; ++i) {
+      // Both sums in double, in lane_sum's fixed order (vectorized, same bits on every ISA). One
+      // loop holding both sets of partial sums stayed scalar.
+      const double g_sum = lane_sum(C, [=](int64_t i) { return static_cast<double>(dyt[i] * gamma[i]); });
+      const double gx_sum = lane_sum(C, [=](int64_t i) {
         const float xhat = (xt[i] - m) * r;
-        const float g = dyt[i] * gamma[i];
-        g_sum += g;
-        gx_sum += static_cast<double>(g) * xhat;
-      }
+        return static_cast<double>(dyt[i] * gamma[i]) * xhat;
+      });
       const float g_mean = static_cast<float>(g_sum / static_cast<double>(C));
       const float gx_mean = static_cast<float>(gx_sum / static_cast<double>(C));
       float* dxt = dx.row(t);
