@@ -43,23 +43,19 @@ constexpr int64_t kScoreBlock = 128;
 
 // The diagonal block's triangles keep an output row in registers across all its keys, up to
 // kSpanChunks vectors of kLanes floats at a time (the whole row at D = 64): independent FMA
-// chains, where one 16-float slice per pass was a single chain bound by the FMA latency. GCC
-// vector types, so the same code vectorizes at every ISA level.
-constexpr int64_t kLanes = 16;
+// chains, where one 16-float slice per pass was a single chain bound by the FMA latency.
+constexpr int64_t kLanes = kFloatLanes;
 constexpr int kSpanChunks = 4;
-using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
 
 // y[0..kChunks * kLanes) += sum over i in [first, last) of a_i * x_i[d0..), (a_i, x_i) = term(i).
 template <int kChunks, class Term>
 void accumulate_chunks(float* y, int64_t d0, int64_t first, int64_t last, Term term) {
-  // Vector values stay local (no function takes or returns one): without AVX-512 enabled that
-  // would change the calling convention, and GCC warns.
-  Lanes acc[kChunks];
+  FloatLanes acc[kChunks];
   std::memcpy(acc, y, sizeof acc);
   for (int64_t i = first; i < last; ++i) {
     const auto [a, x] = term(i);
     for (int c = 0; c < kChunks; ++c) {
-      Lanes v;
+      FloatLanes v;
       std::memcpy(&v, x + d0 + c * kLanes, sizeof v);
       acc[c] += a * v;
     }

@@ -49,22 +49,26 @@ inline float exp_bounded(float x) {
 // instead of becoming denormal; NaN propagates.
 inline float exp_nonpositive(float x) { return exp_bounded(select(x < -87.0f, -87.0f, x)); }
 
+// Sixteen floats as a GCC vector type, for loops GCC leaves scalar when they are written on
+// arrays; it compiles to the widest vectors of the ISA the build targets. Keep such values local:
+// a function taking or returning one changes its calling convention where AVX-512 is not
+// enabled, and GCC warns (-Wpsabi).
+inline constexpr int kFloatLanes = 16;
+using FloatLanes = float __attribute__((vector_size(kFloatLanes * sizeof(float))));
+
 // The largest of x[0..n), n >= 1. A NaN in x may or may not come out; softmax callers get NaN
-// from their sums either way. The lanes are a GCC vector type: the same select written on
-// arrays stays scalar (GCC does not vectorize the compare-and-select reduction), which made
-// this the slowest part of the attention and loss softmax rows.
+// from their sums either way. On arrays GCC left this compare-and-select reduction scalar, the
+// slowest part of the attention and loss softmax rows.
 inline float row_max(const float* x, int64_t n) {
-  constexpr int kLanes = 16;
-  using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
-  Lanes lanes = Lanes{} + x[0];
+  FloatLanes lanes = FloatLanes{} + x[0];
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    Lanes v;
+  for (; i + kFloatLanes <= n; i += kFloatLanes) {
+    FloatLanes v;
     std::memcpy(&v, x + i, sizeof v);
     lanes = v > lanes ? v : lanes;
   }
   float m = lanes[0];
-  for (int l = 1; l < kLanes; ++l) m = select(lanes[l] > m, lanes[l], m);
+  for (int l = 1; l < kFloatLanes; ++l) m = select(lanes[l] > m, lanes[l], m);
   for (; i < n; ++i) m = select(x[i] > m, x[i], m);
   return m;
 }
