@@ -14,6 +14,7 @@ struct ConstMatrixView {
   int64_t ld = 0;  // elements between the starts of consecutive rows, >= cols
   const float* row(int64_t r) const { return data + r * ld; }
   float at(int64_t r, int64_t c) const { return data[r * ld + c]; }
+  ConstMatrixView row_range(int64_t first, int64_t n) const { return {row(first), n, cols, ld}; }
 };
 
 struct MatrixView {
@@ -23,6 +24,7 @@ struct MatrixView {
   int64_t ld = 0;
   float* row(int64_t r) const { return data + r * ld; }
   float& at(int64_t r, int64_t c) const { return data[r * ld + c]; }
+  MatrixView row_range(int64_t first, int64_t n) const { return {row(first), n, cols, ld}; }
   operator ConstMatrixView() const { return {data, rows, cols, ld}; }
 };
 

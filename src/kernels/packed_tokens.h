@@ -10,6 +10,7 @@
 // stride set conflicts of the raw layout. Padding F to a multiple of 16 lets block kernels read
 // whole edge blocks.
 #include <cstdint>
+#include <functional>
 
 #include "core/aligned_buffer.h"
 #include "core/tensor.h"
@@ -32,7 +33,20 @@ struct PackedTokens {
   void shape_for(int64_t t, int64_t f);
 };
 
-// Packs token-major src [T x F] (row stride src.ld). Parallel over tiles.
-void pack_tokens(ConstMatrixView src, PackedTokens& dst);
+// Packs token-major src [T x F] (row stride src.ld). Parallel over tiles. With tile_sums
+// (dst.tiles x F floats), tile_sums[tile * F + f] becomes the sum of feature f over the tile's
+// tokens, in token order: a bias gradient without a second pass over the data.
+void pack_tokens(ConstMatrixView src, PackedTokens& dst, float* tile_sums = nullptr);
+
+// Where the rows to pack come from: returns token rows [t0, t0 + block.rows) of the [T x F]
+// matrix, either as a view of memory that holds them or after writing them into `block`.
+using TokenRows = std::function<ConstMatrixView(int64_t t0, MatrixView block)>;
+inline constexpr int kPackBlock = 16;  // tokens per call: the block of a 2048-feature matrix is 128 KB
+
+// pack_tokens from rows made on the fly: an element-wise pass fused into the packing (an
+// activation's backward, say) writes each block into a per-thread scratch that stays in L2
+// instead of a whole token-major matrix that goes to memory and is read back.
+void pack_tokens_from(int64_t tokens, int64_t features, const TokenRows& rows, PackedTokens& dst,
+                      float* tile_sums = nullptr);
 
 }  // namespace sparsetrain

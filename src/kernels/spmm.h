@@ -31,7 +31,9 @@ struct Range {
 };
 
 // Per-ISA entry points: each handles a rectangle of token tiles x (block-)rows.
-using PackFn = void(ConstMatrixView src, PackedTokens& dst, Range tiles);
+// Packs token rows [n x F] into tokens [t0, t0 + n) of dst's tile `tile` (t0 a multiple of 16,
+// t0 + n <= kTokenTile); with sums, sums[f] += the rows' values of feature f, in token order.
+using PackRowsFn = void(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums);
 using SpmmFwdFn = void(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y,
                        Range tiles, Range block_rows);
 using SddmmFn = void(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
@@ -63,12 +65,13 @@ void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, fl
 // Backward-data for an N:M weight from its group-ordered companion: dX = dY W.
 void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx);
 
-// Bias gradient db[f] (+)= sum_t dY[t][f], read from the packed dY.
-void bias_grad(const PackedTokens& dy, float* dbias, bool accumulate = false);
+// Bias gradient db[f] (+)= sum_t dY[t][f], from the per-tile sums pack_tokens gave for dY
+// (tile_sums [tiles x features]), added in tile order.
+void bias_grad(const float* tile_sums, int64_t tiles, int64_t features, float* dbias, bool accumulate = false);
 
 // Reference implementations: the oracle for every other entry, and the last-resort fallback.
 namespace ref {
-PackFn pack;
+PackRowsFn pack_rows;
 SpmmFwdFn spmm_fwd;
 CsrBackwardFn csr_backward;
 SddmmFn sddmm;
@@ -79,7 +82,7 @@ NmBwdDataFn nm_bwd_data;
 
 #define SPARSETRAIN_DECLARE_ISA_KERNELS(isa) \
   namespace isa {                            \
-  PackFn pack;                               \
+  PackRowsFn pack_rows;                      \
   SpmmFwdFn spmm_fwd;                        \
   CsrBackwardFn csr_backward;                \
   SddmmFn sddmm;                             \

@@ -50,7 +50,9 @@ struct Simd {
 #include "kernels/spmm_simd.h"
 
 namespace sparsetrain::avx2 {
-void pack(ConstMatrixView src, PackedTokens& dst, Range tiles) { avx2_detail::pack(src, dst, tiles); }
+void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums) {
+  avx2_detail::pack_rows(rows, dst, tile, t0, sums);
+}
 void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
               Range block_rows) {
   avx2_detail::spmm_fwd(w, x, bias, y, tiles, block_rows);

@@ -61,7 +61,9 @@ struct Simd {
 #include "kernels/spmm_simd.h"
 
 namespace sparsetrain::avx512 {
-void pack(ConstMatrixView src, PackedTokens& dst, Range tiles) { avx512_detail::pack(src, dst, tiles); }
+void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums) {
+  avx512_detail::pack_rows(rows, dst, tile, t0, sums);
+}
 void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
               Range block_rows) {
   avx512_detail::spmm_fwd(w, x, bias, y, tiles, block_rows);

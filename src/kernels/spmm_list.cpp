@@ -35,7 +35,7 @@ const List<BlockSparseView, SddmmFn> kSddmm = SPARSETRAIN_KERNEL_LIST(sddmm);
 const List<NmView, NmFwdFn> kNmFwd = SPARSETRAIN_KERNEL_LIST(nm_fwd);
 const List<NmView, NmSddmmFn> kNmSddmm = SPARSETRAIN_KERNEL_LIST(nm_sddmm);
 const List<NmTransposedView, NmBwdDataFn> kNmBwdData = SPARSETRAIN_KERNEL_LIST(nm_bwd_data);
-const List<PackedTokens, PackFn> kPack = SPARSETRAIN_KERNEL_LIST(pack);
+const List<PackedTokens, PackRowsFn> kPackRows = SPARSETRAIN_KERNEL_LIST(pack_rows);
 
 template <typename Problem, typename Fn>
 const KernelImpl<Problem, Fn>& pick(std::string_view kernel, const List<Problem, Fn>& list, const Problem& p) {
@@ -100,13 +100,35 @@ void PackedTokens::shape_for(int64_t t, int64_t f) {
   data.resize(static_cast<std::size_t>(tiles * features_padded * kTokenTile));
 }
 
-void pack_tokens(ConstMatrixView src, PackedTokens& dst) {
-  dst.shape_for(src.rows, src.cols);
-  const auto& impl = pick("pack", kPack, dst);
+void pack_tokens(ConstMatrixView src, PackedTokens& dst, float* tile_sums) {
+  pack_tokens_from(
+      src.rows, src.cols, [&](int64_t t0, MatrixView block) { return src.row_range(t0, block.rows); }, dst, tile_sums);
+}
+
+void pack_tokens_from(int64_t tokens, int64_t features, const TokenRows& rows, PackedTokens& dst, float* tile_sums) {
+  dst.shape_for(tokens, features);
+  const auto& impl = pick("pack_rows", kPackRows, dst);
   parallel_run(static_cast<int>(std::max<int64_t>(dst.tiles, 1)), [&](int ith, int nth) {
-    Range t;
-    balance_even(dst.tiles, ith, nth, t.begin, t.end);
-    impl.run(src, dst, t);
+    int64_t first = 0, last = 0;
+    balance_even(dst.tiles, ith, nth, first, last);
+    thread_local AlignedBuffer<float> scratch;
+    scratch.resize(static_cast<std::size_t>(kPackBlock * features));
+    for (int64_t tile = first; tile < last; ++tile) {
+      float* out = dst.tile(tile);
+      const int valid = static_cast<int>(std::min<int64_t>(kTokenTile, tokens - tile * kTokenTile));
+      float* sums = tile_sums != nullptr ? tile_sums + tile * features : nullptr;
+      if (sums != nullptr) std::fill(sums, sums + features, 0.0f);
+      for (int t0 = 0; t0 < valid; t0 += kPackBlock) {
+        const int n = std::min(kPackBlock, valid - t0);
+        const ConstMatrixView block = rows(tile * kTokenTile + t0, MatrixView{scratch.data(), n, features, features});
+        impl.run(block, dst, tile, t0, sums);
+      }
+      // Padding: the tokens past the last one, then the features past the last one.
+      if (valid < kTokenTile)
+        for (int64_t f = 0; f < features; ++f)
+          std::fill(out + f * kTokenTile + valid, out + (f + 1) * kTokenTile, 0.0f);
+      std::fill(out + features * kTokenTile, out + dst.features_padded * kTokenTile, 0.0f);
+    }
   });
 }
 
@@ -182,23 +204,14 @@ void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView 
   split_rows_even(groups, [&](Range g) { impl.run(wt, dy, dx, Range{0, dy.tiles}, g); });
 }
 
-// Per feature, 64 partial sums (one per token of a tile, contiguous, so the loop vectorizes)
-// added in a fixed order: the same bits for any thread count and ISA.
-void bias_grad(const PackedTokens& dy, float* dbias, bool accumulate) {
-  parallel_run(static_cast<int>(std::max<int64_t>(dy.features / 16, 1)), [&](int ith, int nth) {
-    int64_t f0 = 0, f1 = 0;
-    balance_even(dy.features, ith, nth, f0, f1);
-    for (int64_t f = f0; f < f1; ++f) {
-      float lanes[kTokenTile] = {};
-      for (int64_t tile = 0; tile < dy.tiles; ++tile) {
-        const float* row = dy.tile(tile) + f * kTokenTile;
-        for (int t = 0; t < kTokenTile; ++t) lanes[t] += row[t];
-      }
-      float sum = 0.0f;
-      for (float v : lanes) sum += v;
-      dbias[f] = accumulate ? dbias[f] + sum : sum;
-    }
-  });
+// Tokens in order within a tile (pack_rows), tiles in order here: the same bits for any thread
+// count and ISA.
+void bias_grad(const float* tile_sums, int64_t tiles, int64_t features, float* dbias, bool accumulate) {
+  thread_local std::vector<float> total;
+  total.assign(static_cast<std::size_t>(features), 0.0f);
+  for (int64_t tile = 0; tile < tiles; ++tile)
+    for (int64_t f = 0; f < features; ++f) total[f] += tile_sums[tile * features + f];
+  for (int64_t f = 0; f < features; ++f) dbias[f] = accumulate ? dbias[f] + total[f] : total[f];
 }
 
 }  // namespace sparsetrain

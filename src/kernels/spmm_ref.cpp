@@ -18,15 +18,13 @@ int tile_tokens(const PackedTokens& p, int64_t tile) {
 }
 }  // namespace
 
-void pack(ConstMatrixView src, PackedTokens& dst, Range tiles) {
-  for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
-    float* out = dst.tile(tile);
-    int valid = tile_tokens(dst, tile);
-    for (int64_t f = 0; f < dst.features_padded; ++f)
-      for (int t = 0; t < kTokenTile; ++t)
-        out[f * kTokenTile + t] =
-            (t < valid && f < dst.features) ? src.at(tile * kTokenTile + t, f) : 0.0f;
-  }
+void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums) {
+  float* out = dst.tile(tile);
+  for (int64_t i = 0; i < rows.rows; ++i)
+    for (int64_t f = 0; f < rows.cols; ++f) {
+      out[f * kTokenTile + t0 + i] = rows.at(i, f);
+      if (sums != nullptr) sums[f] += rows.at(i, f);
+    }
 }
 
 void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,

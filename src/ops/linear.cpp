@@ -1,21 +1,42 @@
 #include "ops/linear.h"
 
+#include <vector>
+
+#include "core/error.h"
 #include "kernels/dense_gemm.h"
 #include "kernels/spmm.h"
 
 namespace sparsetrain {
 
 void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x, MatrixView y, LinearWorkspace& ws) {
-  pack_tokens(x, ws.x);
+  if (x.cols != w.cols()) fail("linear_forward: input has {} features but the weight has {} inputs", x.cols, w.cols());
+  linear_forward_from(
+      w, bias, x.rows, [&](int64_t t0, MatrixView block) { return x.row_range(t0, block.rows); }, y, ws);
+}
+
+void linear_forward_from(const SparseWeight& w, const float* bias, int64_t tokens, const TokenRows& x, MatrixView y,
+                         LinearWorkspace& ws) {
+  pack_tokens_from(tokens, w.cols(), x, ws.x);
   w.forward(ws.x, bias, y);
 }
 
 void linear_backward(const SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
                      float* dbias, bool accumulate) {
+  if (dy.cols != w.rows())
+    fail("linear_backward: output gradient has {} features but the weight has {} outputs", dy.cols, w.rows());
+  linear_backward_from(
+      w, dy.rows, [&](int64_t t0, MatrixView block) { return dy.row_range(t0, block.rows); }, ws, dx, dvalues, dbias,
+      accumulate);
+}
+
+void linear_backward_from(const SparseWeight& w, int64_t tokens, const TokenRows& dy, LinearWorkspace& ws,
+                          MatrixView dx, float* dvalues, float* dbias, bool accumulate) {
   thread_local PackedTokens packed_dy;
-  pack_tokens(dy, packed_dy);
+  thread_local std::vector<float> tile_sums;
+  if (dbias != nullptr) tile_sums.resize(static_cast<std::size_t>((tokens + kTokenTile - 1) / kTokenTile * w.rows()));
+  pack_tokens_from(tokens, w.rows(), dy, packed_dy, dbias != nullptr ? tile_sums.data() : nullptr);
   w.backward(packed_dy, ws.x, dx, dvalues, accumulate);
-  if (dbias != nullptr) bias_grad(packed_dy, dbias, accumulate);
+  if (dbias != nullptr) bias_grad(tile_sums.data(), packed_dy.tiles, packed_dy.features, dbias, accumulate);
 }
 
 void linear_dense_weight_grad(ConstMatrixView dy, ConstMatrixView x, MatrixView dw) {

@@ -5,28 +5,33 @@
 
 namespace sparsetrain::SPARSETRAIN_SIMD_NS {
 
-// Token-major [T x F] -> packed tiles. Whole W x W blocks go through register transposes; the
-// feature and token tails are copied one by one, and padding is zeroed.
-inline void pack(ConstMatrixView src, PackedTokens& dst, Range tiles) {
-  const int64_t features = src.cols;
+// Token rows [n x F] -> tokens [t0, t0 + n) of one packed tile (t0 a multiple of W). Whole W x W
+// blocks go through register transposes; the row and feature tails are copied one by one. With
+// sums, sums[f] += each row's value in token order (so every ISA adds in the same order).
+inline void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums) {
+  const int64_t features = rows.cols;
   const int64_t full_f = features / W * W;
-  for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
-    float* out = dst.tile(tile);
-    const int valid = tile_tokens(dst, tile);
-    const int full_t = valid / W * W;
-    const int64_t t0 = tile * kTokenTile;
-    std::memset(out + features * kTokenTile, 0, sizeof(float) * (dst.features_padded - features) * kTokenTile);
-    for (int tb = 0; tb < full_t; tb += W)
-      for (int64_t f0 = 0; f0 < full_f; f0 += W) {
-        V v[W];
-        for (int i = 0; i < W; ++i) v[i] = Simd::loadu(src.row(t0 + tb + i) + f0);
-        Simd::transpose(v);
-        for (int j = 0; j < W; ++j) Simd::store(out + (f0 + j) * kTokenTile + tb, v[j]);
+  const int n = static_cast<int>(rows.rows);
+  const int full_n = n / W * W;
+  float* out = dst.tile(tile) + t0;
+  for (int i0 = 0; i0 < full_n; i0 += W)
+    for (int64_t f0 = 0; f0 < full_f; f0 += W) {
+      V v[W];
+      for (int i = 0; i < W; ++i) v[i] = Simd::loadu(rows.row(i0 + i) + f0);
+      if (sums != nullptr) {
+        V s = Simd::loadu(sums + f0);
+        for (int i = 0; i < W; ++i) s = Simd::add(s, v[i]);
+        Simd::storeu(sums + f0, s);
       }
-    for (int t = 0; t < kTokenTile; ++t)
-      for (int64_t f = t < full_t ? full_f : 0; f < features; ++f)
-        out[f * kTokenTile + t] = t < valid ? src.at(t0 + t, f) : 0.0f;
-  }
+      Simd::transpose(v);
+      for (int j = 0; j < W; ++j) Simd::store(out + (f0 + j) * kTokenTile + i0, v[j]);
+    }
+  for (int i = 0; i < n; ++i)
+    for (int64_t f = i < full_n ? full_f : 0; f < features; ++f) {
+      const float v = rows.at(i, f);
+      out[f * kTokenTile + i] = v;
+      if (sums != nullptr) sums[f] += v;
+    }
 }
 
 }  // namespace sparsetrain::SPARSETRAIN_SIMD_NS

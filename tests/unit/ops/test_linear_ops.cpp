@@ -3,6 +3,7 @@
 // NaN-poisoned outputs, overwrite and accumulate modes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -86,7 +87,8 @@ void run_case(const Case& c, CpuIsa isa) {
   const std::string suffix = fmt::format("_{}", isa_name(isa));
   const bool nm = format.kind == FormatKind::NM;
   const bool csr = !nm && format.block == 1;
-  for (std::string kernel : {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : (csr ? "csr_backward" : "sddmm"), "pack"})
+  for (std::string kernel :
+       {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : (csr ? "csr_backward" : "sddmm"), "pack_rows"})
     ASSERT_EQ(last_dispatch(kernel), kernel + suffix) << "the path under test did not run";
   if (nm) {
     ASSERT_EQ(last_dispatch("nm_bwd_data"), "nm_bwd_data" + suffix) << "the path under test did not run";
@@ -135,11 +137,40 @@ void run_case(const Case& c, CpuIsa isa) {
       abs_sum += std::fabs(dy.at(t, r));
     }
     expect_close(dbias[r], want, abs_sum, c.tokens, "bias gradient");
+    // The documented order, so every ISA and thread count gives these bits: tokens in order
+    // within each 64-token tile, then the tiles' sums in order.
+    float total = 0.0f;
+    for (int64_t t0 = 0; t0 < c.tokens; t0 += kTokenTile) {
+      float tile_sum = 0.0f;
+      for (int64_t t = t0; t < std::min(c.tokens, t0 + kTokenTile); ++t) tile_sum += dy.at(t, r);
+      total += tile_sum;
+    }
+    ASSERT_EQ(dbias[r], total) << "bias gradient " << r << " not summed in the documented order";
   }
   // Guard against trivially passing comparisons of mostly-zero outputs.
   if (w->nnz() > 0) {
     EXPECT_GT(nonzero_outputs, 0) << "every output equals the bias: the test would be vacuous";
   }
+
+  // dY made block by block while it is packed (a fused element-wise pass): the same bits, and
+  // every token asked for exactly once.
+  std::vector<int> asked(static_cast<std::size_t>(c.tokens), 0);
+  Matrix dx_from(c.tokens, c.cols, kNaN);
+  std::vector<float> dvalues_from(nvalues, kNaN), dbias_from(c.rows, kNaN);
+  linear_backward_from(
+      *w, c.tokens,
+      [&](int64_t t0, MatrixView block) {
+        for (int64_t i = 0; i < block.rows; ++i) {
+          ++asked[static_cast<std::size_t>(t0 + i)];
+          std::copy(dy.data() + (t0 + i) * c.rows, dy.data() + (t0 + i + 1) * c.rows, block.row(i));
+        }
+        return ConstMatrixView(block);
+      },
+      ws, dx_from, dvalues_from.data(), dbias_from.data());
+  for (int n : asked) ASSERT_EQ(n, 1) << "a token of dY was produced " << n << " times";
+  for (int64_t i = 0; i < dx.size(); ++i) ASSERT_EQ(dx_from.data()[i], dx.data()[i]) << "dX element " << i;
+  for (std::size_t i = 0; i < nvalues; ++i) ASSERT_EQ(dvalues_from[i], dvalues[i]) << "dW value " << i;
+  for (int64_t r = 0; r < c.rows; ++r) ASSERT_EQ(dbias_from[r], dbias[r]) << "bias gradient " << r;
 
   // Accumulate mode adds to what is there.
   std::vector<float> acc(nvalues), acc_bias(c.rows);
