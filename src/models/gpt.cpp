@@ -159,9 +159,8 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
     add(x, scratch_c_, a.residual_mid);
     layer_norm_forward(a.residual_mid, b.ln_2.weight.values().data(), b.ln_2.bias.values().data(), b.ln_2.eps,
                        a.ln2, a.ln2_mean.data(), a.ln2_rstd.data());
-    b.mlp.c_fc.forward(a.ln2, a.fc);  // [BT x 4C]
-    activation_forward(Activation::Gelu, a.fc.data(), a.gelu.data(), a.fc.size());
-    b.mlp.c_proj.forward(a.gelu, scratch_c_);
+    b.mlp.c_fc.forward(a.ln2, a.fc);                                             // [BT x 4C]
+    b.mlp.c_proj.forward_activated(Activation::Gelu, a.fc, a.gelu, scratch_c_);  // c_proj(gelu(fc))
     add(a.residual_mid, scratch_c_, residual_[l + 1]);
   }
   layer_norm_forward(residual_.back(), ln_f_->weight.values().data(), ln_f_->bias.values().data(), ln_f_->eps, lnf_,
@@ -211,10 +210,8 @@ void Gpt::backward() {
     Block& b = *blocks_[l];
     BlockActs& a = acts_[l];
     // MLP branch: r' = r_mid + c_proj(gelu(c_fc(ln_2(r_mid))))
-    b.mlp.c_proj.backward(dres, scratch_4c_);  // dgelu [BT x 4C]
-    activation_backward(Activation::Gelu, a.fc.data(), a.gelu.data(), scratch_4c_.data(), scratch_4c_.data(),
-                        scratch_4c_.size());
-    b.mlp.c_fc.backward(scratch_4c_, scratch_c_);  // dln2 [BT x C]
+    b.mlp.c_proj.backward(dres, scratch_4c_);                                              // dgelu [BT x 4C]
+    b.mlp.c_fc.backward_through(Activation::Gelu, a.fc, a.gelu, scratch_4c_, scratch_c_);  // dln2 [BT x C]
     layer_norm_backward(scratch_c_, a.residual_mid, b.ln_2.weight.values().data(), a.ln2_mean.data(),
                         a.ln2_rstd.data(), dres, b.ln_2.weight.grad().data(), b.ln_2.bias.grad().data());
     // Attention branch: r_mid = r + c_proj(attention(c_attn(ln_1(r))))

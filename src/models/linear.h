@@ -13,6 +13,7 @@
 
 #include "core/tensor.h"
 #include "nn/module.h"
+#include "ops/activation.h"
 #include "ops/linear.h"
 
 namespace sparsetrain {
@@ -33,6 +34,20 @@ class Linear : public Module {
   // parameter gradients accumulated.
   void backward(ConstMatrixView dy, MatrixView dx);
 
+  // Element-wise activations fused into the packing of the sparse kernels' operands, so the
+  // activated matrix is never written and read back whole (pre, post and dpost: whole [T x F]
+  // matrices). Dense storage, and activations whose derivative reads their output, take the
+  // unfused path with the same results.
+  //
+  // forward(act(pre)) with x = post [T x in]. The sparse path writes post only if backward()
+  // needs the input token-major (RigL's dense gradient); pre and post must stay unchanged until
+  // backward().
+  void forward_activated(Activation act, ConstMatrixView pre, MatrixView post, MatrixView y);
+  // backward() of a layer whose output y = pre went through post = act(pre): dpost [T x out] is
+  // dL/dpost, and dL/dy = dpost * act'(pre) is formed block by block as it is packed (the unfused
+  // path forms it in dpost). post is read only by activations whose derivative needs it.
+  void backward_through(Activation act, ConstMatrixView pre, ConstMatrixView post, MatrixView dpost, MatrixView dx);
+
   // Multiply-adds of one forward pass over `tokens` tokens, dense-equivalent and as stored.
   int64_t dense_macs(int64_t tokens) const { return tokens * in_ * out_; }
   int64_t actual_macs(int64_t tokens) const { return tokens * weight_->kept(); }
@@ -42,7 +57,15 @@ class Linear : public Module {
   int64_t out_;
   Parameter* weight_;
   Parameter* bias_ = nullptr;
+  void check_forward(ConstMatrixView x, MatrixView y) const;
+  void check_backward(ConstMatrixView dy) const;
+  // Writes the input that forward_activated left unwritten, for a pass that reads it token-major.
+  void materialize_input();
+
   ConstMatrixView x_;
+  MatrixView pending_post_;  // x_ when forward_activated left it unwritten: act(pending_pre_)
+  Activation pending_activation_ = Activation::None;
+  ConstMatrixView pending_pre_;
   LinearWorkspace workspace_;
 };
 

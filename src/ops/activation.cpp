@@ -82,70 +82,78 @@ const char* activation_name(Activation a) {
   return "unknown";
 }
 
+void activation_forward_range(Activation a, const float* x, float* y, int64_t begin, int64_t end) {
+  switch (a) {
+    case Activation::None:
+      if (y != x) std::copy(x + begin, x + end, y + begin);
+      break;
+    case Activation::ReLU:
+      // `x < 0 ? 0 : x` rather than std::max, so a NaN passes through as in torch.relu.
+      for (int64_t i = begin; i < end; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+      break;
+    case Activation::Sigmoid:
+      for (int64_t i = begin; i < end; ++i) y[i] = sigmoid_fast(x[i]);
+      break;
+    case Activation::Tanh:
+      for (int64_t i = begin; i < end; ++i) y[i] = tanh_fast(x[i]);
+      break;
+    case Activation::Gelu:
+      for (int64_t i = begin; i < end; ++i) {
+        const float v = x[i];
+        const float s = v / (1.0f + gelu_exp(gelu_clamp(v)));
+        // Below -10 the result underflows; v * 0 keeps the sign and turns -inf into NaN as the
+        // tanh form does.
+        y[i] = select(v < -kGeluClamp, v * 0.0f, s);
+      }
+      break;
+  }
+}
+
+void activation_backward_range(Activation a, const float* x, const float* y, const float* dy, float* dx, int64_t begin,
+                               int64_t end) {
+  switch (a) {
+    case Activation::None:
+      if (dx != dy) std::copy(dy + begin, dy + end, dx + begin);
+      break;
+    case Activation::ReLU:
+      // torch's threshold_backward: zero where x <= 0, so a NaN input lets the gradient through.
+      for (int64_t i = begin; i < end; ++i) dx[i] = x[i] <= 0.0f ? 0.0f : dy[i];
+      break;
+    case Activation::Sigmoid:
+      for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+      break;
+    case Activation::Tanh:
+      for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+      break;
+    case Activation::Gelu:
+      // With S = sigmoid(2u) and e = e^-2u: d/dx x S = S + 2 x S (1 - S) du/dx, and 1 - S = e S
+      // has no cancellation as S -> 1; u = s (x + c x^3), du/dx = s (1 + 3 c x^2). Past the
+      // clamp the derivative is 1 (above) or below 1e-35 (under), which the clamped x gives.
+      for (int64_t i = begin; i < end; ++i) {
+        const float v = gelu_clamp(x[i]);
+        const float e = gelu_exp(v);
+        const float sg = 1.0f / (1.0f + e);
+        const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
+        // e * sg first: e alone reaches 1e38 at the clamp.
+        dx[i] = dy[i] * (sg * (1.0f + 2.0f * v * du * (e * sg)));
+      }
+      break;
+  }
+}
+
 void activation_forward(Activation a, const float* x, float* y, int64_t n) {
   const ProfileScope profile("activation");
   if (n < 0) fail("activation_forward: element count must be >= 0, got {}", n);
-  parallel_ranges(n, kMinPerThread, [&](int64_t begin, int64_t end) {
-    switch (a) {
-      case Activation::None:
-        if (y != x) std::copy(x + begin, x + end, y + begin);
-        break;
-      case Activation::ReLU:
-        // `x < 0 ? 0 : x` rather than std::max, so a NaN passes through as in torch.relu.
-        for (int64_t i = begin; i < end; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
-        break;
-      case Activation::Sigmoid:
-        for (int64_t i = begin; i < end; ++i) y[i] = sigmoid_fast(x[i]);
-        break;
-      case Activation::Tanh:
-        for (int64_t i = begin; i < end; ++i) y[i] = tanh_fast(x[i]);
-        break;
-      case Activation::Gelu:
-        for (int64_t i = begin; i < end; ++i) {
-          const float v = x[i];
-          const float s = v / (1.0f + gelu_exp(gelu_clamp(v)));
-          // Below -10 the result underflows; v * 0 keeps the sign and turns -inf into NaN as the
-          // tanh form does.
-          y[i] = select(v < -kGeluClamp, v * 0.0f, s);
-        }
-        break;
-    }
-  });
+  parallel_ranges(n, kMinPerThread, [&](int64_t begin, int64_t end) { activation_forward_range(a, x, y, begin, end); });
 }
 
 void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx, int64_t n) {
   const ProfileScope profile("activation");
   if (n < 0) fail("activation_backward: element count must be >= 0, got {}", n);
-  parallel_ranges(n, kMinPerThread, [&](int64_t begin, int64_t end) {
-    switch (a) {
-      case Activation::None:
-        if (dx != dy) std::copy(dy + begin, dy + end, dx + begin);
-        break;
-      case Activation::ReLU:
-        // torch's threshold_backward: zero where x <= 0, so a NaN input lets the gradient through.
-        for (int64_t i = begin; i < end; ++i) dx[i] = x[i] <= 0.0f ? 0.0f : dy[i];
-        break;
-      case Activation::Sigmoid:
-        for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
-        break;
-      case Activation::Tanh:
-        for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
-        break;
-      case Activation::Gelu:
-        // With S = sigmoid(2u) and e = e^-2u: d/dx x S = S + 2 x S (1 - S) du/dx, and 1 - S = e S
-        // has no cancellation as S -> 1; u = s (x + c x^3), du/dx = s (1 + 3 c x^2). Past the
-        // clamp the derivative is 1 (above) or below 1e-35 (under), which the clamped x gives.
-        for (int64_t i = begin; i < end; ++i) {
-          const float v = gelu_clamp(x[i]);
-          const float e = gelu_exp(v);
-          const float sg = 1.0f / (1.0f + e);
-          const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
-          // e * sg first: e alone reaches 1e38 at the clamp.
-          dx[i] = dy[i] * (sg * (1.0f + 2.0f * v * du * (e * sg)));
-        }
-        break;
-    }
-  });
+  parallel_ranges(n, kMinPerThread,
+                  [&](int64_t begin, int64_t end) { activation_backward_range(a, x, y, dy, dx, begin, end); });
 }
+
+bool derivative_needs_output(Activation a) { return a == Activation::Sigmoid || a == Activation::Tanh; }
 
 }  // namespace sparsetrain

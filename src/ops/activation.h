@@ -17,5 +17,14 @@ void activation_forward(Activation a, const float* x, float* y, int64_t n);
 // dx[i] = dy[i] * f'(x[i]), given the forward input x and output y (whichever the derivative
 // needs: sigmoid and tanh use y, relu and gelu use x). dx may alias dy.
 void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx, int64_t n);
+// Whether activation_backward reads y (sigmoid, tanh) rather than only x.
+bool derivative_needs_output(Activation a);
+
+// The element loops alone, over [begin, end), on the calling thread and outside the "activation"
+// phase of the profile: for passes that fuse an activation into their own parallel loop (the
+// packing of a linear layer's operand). Same bits as the calls above.
+void activation_forward_range(Activation a, const float* x, float* y, int64_t begin, int64_t end);
+void activation_backward_range(Activation a, const float* x, const float* y, const float* dy, float* dx, int64_t begin,
+                               int64_t end);
 
 }  // namespace sparsetrain

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "error_of.h"
 #include "core/philox.h"
 #include "models/gpt.h"
+#include "models/linear.h"
 #include "models/mlp.h"
 #include "models/sparse_init.h"
 #include "sparsity/algorithms.h"
@@ -106,13 +109,17 @@ TEST(GptGradients, BlockAndNmFormatsMatchFiniteDifferences) {
   }
 }
 
-TEST(GptGradients, DenseGradRequestFillsTheFullWeightGradient) {
+// c_fc's output and c_proj's input pass through GELU inside the packing (Linear::backward_through,
+// forward_activated), so c_proj's dense gradient needs its unwritten input made first.
+class GptDenseGrad : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GptDenseGrad, RequestFillsTheFullWeightGradient) {
   Gpt gpt(tiny_gpt());
   gpt.init_weights(3);
   SparsityOptions o;
   o.format = FormatSpec::csr();
   Static(0.7, o).apply(gpt);
-  Parameter& w = gpt.parameter("transformer.h.1.mlp.c_fc.weight");
+  Parameter& w = gpt.parameter(GetParam());
   w.wants_dense_grad = true;
   const Batch b = token_batch(2, 6, 13);
   gpt.forward(b, true, 0, 1);
@@ -138,6 +145,104 @@ TEST(GptGradients, DenseGradRequestFillsTheFullWeightGradient) {
     }
   EXPECT_GT(pruned_nonzero, w.numel() / 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Layers, GptDenseGrad,
+                         ::testing::Values("transformer.h.1.mlp.c_fc.weight", "transformer.h.1.mlp.c_proj.weight",
+                                         "transformer.h.0.attn.c_attn.weight"));
+
+// A Linear whose input (forward_activated) or output gradient (backward_through) passes through an
+// activation gives the bits of the unfused passes, for both storages, with and without the dense
+// gradient RigL asks for.
+struct FusedCase {
+  Activation act;
+  bool compressed;
+  bool dense_grad;
+};
+
+class LinearFusedActivation : public ::testing::TestWithParam<FusedCase> {};
+
+std::unique_ptr<Linear> fused_case_linear(const FusedCase& c, int64_t in, int64_t out) {
+  auto lin = std::make_unique<Linear>(in, out);
+  for (Parameter* p : lin->parameters()) {
+    const Philox rng(11, p->name());
+    auto v = p->values();
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = rng.uniform(i) - 0.5f;
+  }
+  if (c.compressed) {
+    SparsityOptions o;
+    o.format = FormatSpec::csr();
+    o.filter = ParamFilter::globs({"weight"});
+    Static(0.6, o).apply(*lin);
+  }
+  for (Parameter* p : lin->parameters()) p->zero_grad();
+  lin->weight().wants_dense_grad = c.dense_grad;
+  return lin;
+}
+
+Matrix uniform_matrix(int64_t rows, int64_t cols, float scale, const char* stream) {
+  Matrix m(rows, cols);
+  const Philox rng(12, stream);
+  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = scale * (rng.uniform(static_cast<uint64_t>(i)) - 0.5f);
+  return m;
+}
+
+void expect_same_gradients(Linear& a, Linear& b) {
+  const auto pa = a.parameters(), pb = b.parameters();
+  for (std::size_t p = 0; p < pa.size(); ++p) {
+    auto g0 = pa[p]->grad(), g1 = pb[p]->grad();
+    for (std::size_t i = 0; i < g0.size(); ++i) ASSERT_EQ(g1[i], g0[i]) << pa[p]->name() << " " << i;
+  }
+  const Matrix &d0 = a.weight().dense_grad, &d1 = b.weight().dense_grad;
+  ASSERT_EQ(d0.size(), d1.size());
+  for (int64_t i = 0; i < d0.size(); ++i) ASSERT_EQ(d1.data()[i], d0.data()[i]) << "dense gradient " << i;
+}
+
+TEST_P(LinearFusedActivation, GivesTheBitsOfTheUnfusedPasses) {
+  const FusedCase c = GetParam();
+  const int64_t tokens = 70, in = 37, out = 21;  // a partial tile, odd widths
+  const Matrix pre = uniform_matrix(tokens, in, 6.0f, "pre");
+  const Matrix dy = uniform_matrix(tokens, out, 1.0f, "dy");
+  Matrix post(tokens, in);
+  activation_forward(c.act, pre.data(), post.data(), pre.size());
+
+  // forward_activated: y = lin(act(pre)), then backward from dy.
+  auto plain = fused_case_linear(c, in, out), fused = fused_case_linear(c, in, out);
+  Matrix y_plain(tokens, out), y_fused(tokens, out), dx_plain(tokens, in), dx_fused(tokens, in);
+  Matrix post_fused(tokens, in, std::numeric_limits<float>::quiet_NaN());
+  plain->forward(post, y_plain);
+  plain->backward(dy, dx_plain);
+  fused->forward_activated(c.act, pre, post_fused, y_fused);
+  fused->backward(dy, dx_fused);
+  for (int64_t i = 0; i < y_plain.size(); ++i) ASSERT_EQ(y_fused.data()[i], y_plain.data()[i]) << "y " << i;
+  for (int64_t i = 0; i < dx_plain.size(); ++i) ASSERT_EQ(dx_fused.data()[i], dx_plain.data()[i]) << "dx " << i;
+  expect_same_gradients(*plain, *fused);
+
+  // backward_through: a layer out -> in whose output y = pre went through post = act(pre).
+  const Matrix x = uniform_matrix(tokens, out, 1.0f, "x");
+  const Matrix dpost = uniform_matrix(tokens, in, 1.0f, "dpost");
+  auto before_plain = fused_case_linear(c, out, in), before_fused = fused_case_linear(c, out, in);
+  Matrix unused(tokens, in), dy_plain = dpost.clone(), dpost_fused = dpost.clone();
+  Matrix dxb_plain(tokens, out), dxb_fused(tokens, out);
+  before_plain->forward(x, unused);
+  before_fused->forward(x, unused);
+  activation_backward(c.act, pre.data(), post.data(), dy_plain.data(), dy_plain.data(), dy_plain.size());
+  before_plain->backward(dy_plain, dxb_plain);
+  before_fused->backward_through(c.act, pre, post, dpost_fused, dxb_fused);
+  for (int64_t i = 0; i < dxb_plain.size(); ++i) ASSERT_EQ(dxb_fused.data()[i], dxb_plain.data()[i]) << "dx " << i;
+  expect_same_gradients(*before_plain, *before_fused);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, LinearFusedActivation,
+                         ::testing::Values(FusedCase{Activation::Gelu, true, false}, FusedCase{Activation::Gelu, true, true},
+                                           FusedCase{Activation::ReLU, true, false},
+                                           FusedCase{Activation::Sigmoid, true, false},
+                                           FusedCase{Activation::Gelu, false, false},
+                                           FusedCase{Activation::Tanh, false, true}),
+                         [](const ::testing::TestParamInfo<FusedCase>& info) {
+                           const FusedCase& c = info.param;
+                           return fmt::format("{}_{}{}", activation_name(c.act), c.compressed ? "csr" : "dense",
+                                              c.dense_grad ? "_dense_grad" : "");
+                         });
 
 TEST(GptGradients, NamesFollowHuggingFaceGpt2) {
   Gpt gpt(tiny_gpt());
