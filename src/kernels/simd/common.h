@@ -71,17 +71,6 @@ inline void row_dot(const float* xp, const float* val, int64_t count, ColOf col_
   for (int v = 0; v < NV; ++v) Simd::store(out + v * W, kTwoSets ? Simd::add(a[v], c[v]) : a[v]);
 }
 
-// Rows [rows.begin, rows.end) of tile `tile`; row_of(r, out) fills out[0..64) for row r.
-template <typename RowOf>
-inline void rows_to_output(Range rows, int64_t tile, int valid, const float* bias, MatrixView y, RowOf row_of) {
-  alignas(64) float stage[kStageRows * kTokenTile];
-  for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kStageRows) {
-    int n = static_cast<int>(std::min<int64_t>(kStageRows, rows.end - r0));
-    for (int i = 0; i < n; ++i) row_of(r0 + i, stage + i * kTokenTile);
-    store_transposed(stage, n, r0, valid, bias, y, tile * kTokenTile);
-  }
-}
-
 // Tiles per chunk so the chunk's packed panel of `features` rows stays in L2.
 inline int64_t tiles_per_chunk(const PackedTokens& p) {
   int64_t panel = p.features_padded * kTokenTile * static_cast<int64_t>(sizeof(float));

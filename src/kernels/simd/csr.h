@@ -10,31 +10,42 @@ struct EntryRange {
   int32_t begin, end;
 };
 
-// Runs row_fn(r, entries, out, accumulate) for every row of `rows` in one tile, where out holds
-// the row's kTokenTile outputs, then writes them token-major (plus bias). For a sliced pattern
-// the rows visit one column slice after another, so each slice of the gathered operand stays in
-// L2; partial sums wait in a per-thread buffer and `accumulate` says to add to them.
-template <typename RowFn>
-inline void csr_rows(const BlockSparseView& w, Range rows, int64_t tile, int valid, const float* bias, MatrixView y,
-                     RowFn row_fn) {
+// Runs row_fn(r, entries, out, accumulate) for every row of `rows` over NT consecutive tiles
+// from `tile`, where out[c * kStride .. + kTokenTile) holds the row's outputs for tile tile + c,
+// then writes them token-major (plus bias). For a sliced pattern the rows visit one column slice
+// after another, so each slice of the gathered operand stays in L2; partial sums wait in a
+// per-thread buffer and `accumulate` says to add to them.
+template <int NT, typename RowFn>
+inline void csr_rows(const BlockSparseView& w, Range rows, int64_t tile, const PackedTokens& p, const float* bias,
+                     MatrixView y, RowFn row_fn) {
   const int64_t slices = w.slice_ptr != nullptr ? w.slices() : 1;
+  const int64_t nrows = rows.end - rows.begin;
+  auto store = [&](const float* staged, int64_t stride, int64_t r0, int n) {
+    for (int c = 0; c < NT; ++c)
+      store_transposed(staged + c * stride, n, r0, tile_tokens(p, tile + c), bias, y, (tile + c) * kTokenTile);
+  };
   if (slices == 1) {
-    rows_to_output(rows, tile, valid, bias, y, [&](int64_t r, float* out) {
-      row_fn(r, EntryRange{w.row_ptr[r], w.row_ptr[r + 1]}, out, false);
-    });
+    constexpr int64_t kStride = kStageRows * kTokenTile;
+    alignas(64) float stage[NT * kStride];
+    for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kStageRows) {
+      const int n = static_cast<int>(std::min<int64_t>(kStageRows, rows.end - r0));
+      for (int i = 0; i < n; ++i)
+        row_fn(r0 + i, EntryRange{w.row_ptr[r0 + i], w.row_ptr[r0 + i + 1]}, stage + i * kTokenTile, kStride, false);
+      store(stage, kStride, r0, n);
+    }
     return;
   }
+  const int64_t stride = nrows * kTokenTile;
   thread_local AlignedBuffer<float> partial;
-  partial.resize(static_cast<std::size_t>((rows.end - rows.begin) * kTokenTile));
+  partial.resize(static_cast<std::size_t>(NT * stride));
   for (int64_t s = 0; s < slices; ++s) {
     int64_t group = rows.begin;  // first row not yet written to y
     for (int64_t r = rows.begin; r < rows.end; ++r) {
       const int32_t* sp = w.slice_ptr + r * (slices + 1) + s;
       float* out = partial.data() + (r - rows.begin) * kTokenTile;
-      if (sp[1] > sp[0] || s == 0) row_fn(r, EntryRange{sp[0], sp[1]}, out, s > 0);
+      if (sp[1] > sp[0] || s == 0) row_fn(r, EntryRange{sp[0], sp[1]}, out, stride, s > 0);
       if (s + 1 == slices && (r + 1 - group == kStageRows || r + 1 == rows.end)) {
-        store_transposed(partial.data() + (group - rows.begin) * kTokenTile, static_cast<int>(r + 1 - group), group,
-                         valid, bias, y, tile * kTokenTile);
+        store(partial.data() + (group - rows.begin) * kTokenTile, stride, group, static_cast<int>(r + 1 - group));
         group = r + 1;
       }
     }
@@ -45,55 +56,72 @@ inline void csr_fwd(const BlockSparseView& w, const PackedTokens& x, const float
                     Range rows) {
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
     const float* xp = x.tile(tile);
-    csr_rows(w, rows, tile, tile_tokens(x, tile), bias, y, [&](int64_t, EntryRange e, float* out, bool accumulate) {
+    csr_rows<1>(w, rows, tile, x, bias, y, [&](int64_t, EntryRange e, float* out, int64_t, bool accumulate) {
       row_dot(xp, w.values + e.begin, e.end - e.begin, [col = w.col + e.begin](int64_t k) { return col[k]; }, out,
               accumulate);
     });
   }
 }
 
-// One W^T row k of the fused backward for one tile: dX[k] accumulates w * dY[col] over the
-// row's entries while each entry's weight gradient dot(X[k], dY[col]) takes its own accumulator;
-// W entries at a time are reduced together. Full groups are unrolled without tests.
-template <bool kFull>
-inline void backward_group(const float* dyp, const int32_t* col, const float* val, int count, const V* xk, V* dxa,
-                           float* dwt, bool overwrite) {
+// One W^T row k of the fused backward over NT tiles: for each tile, dX[k] accumulates
+// w * dY[col] over the row's entries, while each entry's weight gradient dot(X[k], dY[col]),
+// summed over the NT tiles, takes its own accumulator; W entries at a time are reduced together.
+// Two tiles per pass halve the lane reductions and the streaming of W^T's structure and
+// gradient; X[k] is read from L1 by the FMAs so the 2 x 4 dX accumulators and the 16 gradient
+// accumulators fit the 32 AVX-512 registers. Full groups are unrolled without tests.
+template <bool kFull, int NT>
+inline void backward_group(const float* const* dyp, const float* const* xk, const int32_t* col, const float* val,
+                           int count, V (*dxa)[NV], float* dwt, bool overwrite) {
   V acc[W];
   for (int j = 0; j < W; ++j) acc[j] = Simd::zero();
 #pragma GCC unroll 16
   for (int j = 0; j < W; ++j) {
     if (!kFull && j >= count) break;
-    const float* d = dyp + static_cast<int64_t>(col[j]) * kTokenTile;
+    const int64_t off = static_cast<int64_t>(col[j]) * kTokenTile;
     const V wj = Simd::bcast(val[j]);
+    for (int c = 0; c < NT; ++c)
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      const V dv = Simd::load(d + v * W);
-      dxa[v] = Simd::fma(wj, dv, dxa[v]);
-      acc[j] = Simd::fma(xk[v], dv, acc[j]);
-    }
+      for (int v = 0; v < NV; ++v) {
+        const V dv = Simd::load(dyp[c] + off + v * W);
+        dxa[c][v] = Simd::fma(wj, dv, dxa[c][v]);
+        acc[j] = Simd::fma(Simd::load(xk[c] + v * W), dv, acc[j]);
+      }
   }
   add_lanes(dwt, Simd::reduce_lanes(acc), count, overwrite);
 }
 
+template <int NT>
+inline void csr_backward_tiles(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x,
+                               MatrixView dx, float* dwt, Range rows, int64_t tile) {
+  const float* dyp[NT];
+  const float* xp[NT];
+  for (int c = 0; c < NT; ++c) {
+    dyp[c] = dy.tile(tile + c);
+    xp[c] = x.tile(tile + c);
+  }
+  const bool overwrite = tile == 0;  // every entry lies in exactly one slice
+  csr_rows<NT>(wt, rows, tile, dy, nullptr, dx, [&](int64_t k, EntryRange e, float* out, int64_t stride, bool accumulate) {
+    const float* xk[NT];
+    V dxa[NT][NV];
+    for (int c = 0; c < NT; ++c) {
+      xk[c] = xp[c] + k * kTokenTile;
+      for (int v = 0; v < NV; ++v) dxa[c][v] = accumulate ? Simd::load(out + c * stride + v * W) : Simd::zero();
+    }
+    int32_t g = e.begin;
+    for (; g + W <= e.end; g += W)
+      backward_group<true, NT>(dyp, xk, wt.col + g, wt.values + g, W, dxa, dwt + g, overwrite);
+    if (g < e.end) backward_group<false, NT>(dyp, xk, wt.col + g, wt.values + g, e.end - g, dxa, dwt + g, overwrite);
+    for (int c = 0; c < NT; ++c)
+      for (int v = 0; v < NV; ++v) Simd::store(out + c * stride + v * W, dxa[c][v]);
+  });
+}
+
+// Tile pairs, then the odd tile out.
 inline void csr_backward(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx,
                          float* dwt, Range rows) {
-  for (int64_t tile = 0; tile < dy.tiles; ++tile) {
-    const float* dyp = dy.tile(tile);
-    const float* xp = x.tile(tile);
-    const bool overwrite = tile == 0;  // every entry lies in exactly one slice
-    csr_rows(wt, rows, tile, tile_tokens(dy, tile), nullptr, dx, [&](int64_t k, EntryRange e, float* out, bool accumulate) {
-      V xk[NV], dxa[NV];
-      for (int v = 0; v < NV; ++v) {
-        xk[v] = Simd::load(xp + k * kTokenTile + v * W);
-        dxa[v] = accumulate ? Simd::load(out + v * W) : Simd::zero();
-      }
-      int32_t g = e.begin;
-      for (; g + W <= e.end; g += W)
-        backward_group<true>(dyp, wt.col + g, wt.values + g, W, xk, dxa, dwt + g, overwrite);
-      if (g < e.end) backward_group<false>(dyp, wt.col + g, wt.values + g, e.end - g, xk, dxa, dwt + g, overwrite);
-      for (int v = 0; v < NV; ++v) Simd::store(out + v * W, dxa[v]);
-    });
-  }
+  int64_t tile = 0;
+  for (; tile + 2 <= dy.tiles; tile += 2) csr_backward_tiles<2>(wt, dy, x, dx, dwt, rows, tile);
+  if (tile < dy.tiles) csr_backward_tiles<1>(wt, dy, x, dx, dwt, rows, tile);
 }
 
 inline void csr_sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,

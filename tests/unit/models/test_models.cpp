@@ -238,8 +238,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, LinearFusedActivation,
                                            FusedCase{Activation::Sigmoid, true, false},
                                            FusedCase{Activation::Gelu, false, false},
                                            FusedCase{Activation::Tanh, false, true}),
-                         [](const ::testing::TestParamInfo<FusedCase>& info) {
-                           const FusedCase& c = info.param;
+                         [](const ::testing::TestParamInfo<FusedCase>& param_info) {
+                           const FusedCase& c = param_info.param;
                            return fmt::format("{}_{}{}", activation_name(c.act), c.compressed ? "csr" : "dense",
                                               c.dense_grad ? "_dense_grad" : "");
                          });

@@ -207,6 +207,7 @@ std::vector<Case> cases() {
   // Wider than one column slice (kSliceCols) in W and in W^T: the sliced CSR paths.
   all.push_back({"csr", 40, 1700, 70, 0.9, false});
   all.push_back({"csr", 1600, 24, 70, 0.9, false});
+  all.push_back({"csr", 1100, 24, 130, 0.9, true});  // sliced W^T over a tile pair and the odd tile
   all.push_back({"2:4", 1600, 24, 70, 0.0, false});
   for (std::string f : {"2:4", "1:4", "2:8"}) {
     all.push_back({f, 37, 56, 67, 0.0, false});
