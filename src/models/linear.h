@@ -53,15 +53,15 @@ class Linear : public Module {
   int64_t actual_macs(int64_t tokens) const { return tokens * weight_->kept(); }
 
  private:
-  int64_t in_;
-  int64_t out_;
-  Parameter* weight_;
-  Parameter* bias_ = nullptr;
   void check_forward(ConstMatrixView x, MatrixView y) const;
   void check_backward(ConstMatrixView dy) const;
   // Writes the input that forward_activated left unwritten, for a pass that reads it token-major.
   void materialize_input();
 
+  int64_t in_;
+  int64_t out_;
+  Parameter* weight_;
+  Parameter* bias_ = nullptr;
   ConstMatrixView x_;
   MatrixView pending_post_;  // x_ when forward_activated left it unwritten: act(pending_pre_)
   Activation pending_activation_ = Activation::None;

@@ -10,8 +10,8 @@ struct EntryRange {
   int32_t begin, end;
 };
 
-// Runs row_fn(r, entries, out, accumulate) for every row of `rows` over NT consecutive tiles
-// from `tile`, where out[c * kStride .. + kTokenTile) holds the row's outputs for tile tile + c,
+// Runs row_fn(r, entries, out, stride, accumulate) for every row of `rows` over NT consecutive
+// tiles from `tile`, where out + c * stride holds the row's kTokenTile outputs for tile tile + c,
 // then writes them token-major (plus bias). For a sliced pattern the rows visit one column slice
 // after another, so each slice of the gathered operand stays in L2; partial sums wait in a
 // per-thread buffer and `accumulate` says to add to them.
