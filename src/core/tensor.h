@@ -24,7 +24,6 @@ struct MatrixView {
   int64_t ld = 0;
   float* row(int64_t r) const { return data + r * ld; }
   float& at(int64_t r, int64_t c) const { return data[r * ld + c]; }
-  MatrixView row_range(int64_t first, int64_t n) const { return {row(first), n, cols, ld}; }
   operator ConstMatrixView() const { return {data, rows, cols, ld}; }
 };
 

@@ -41,6 +41,10 @@ void pack_tokens(ConstMatrixView src, PackedTokens& dst, float* tile_sums = null
 // Where the rows to pack come from: returns token rows [t0, t0 + block.rows) of the [T x F]
 // matrix, either as a view of memory that holds them or after writing them into `block`.
 using TokenRows = std::function<ConstMatrixView(int64_t t0, MatrixView block)>;
+// The rows of a matrix that holds them all.
+inline TokenRows rows_of(ConstMatrixView m) {
+  return [m](int64_t t0, MatrixView block) { return m.row_range(t0, block.rows); };
+}
 inline constexpr int kPackBlock = 16;  // tokens per call: the block of a 2048-feature matrix is 128 KB
 
 // pack_tokens from rows made on the fly: an element-wise pass fused into the packing (an

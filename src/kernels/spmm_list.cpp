@@ -101,8 +101,7 @@ void PackedTokens::shape_for(int64_t t, int64_t f) {
 }
 
 void pack_tokens(ConstMatrixView src, PackedTokens& dst, float* tile_sums) {
-  pack_tokens_from(
-      src.rows, src.cols, [&](int64_t t0, MatrixView block) { return src.row_range(t0, block.rows); }, dst, tile_sums);
+  pack_tokens_from(src.rows, src.cols, rows_of(src), dst, tile_sums);
 }
 
 void pack_tokens_from(int64_t tokens, int64_t features, const TokenRows& rows, PackedTokens& dst, float* tile_sums) {

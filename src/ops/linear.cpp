@@ -10,8 +10,7 @@ namespace sparsetrain {
 
 void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x, MatrixView y, LinearWorkspace& ws) {
   if (x.cols != w.cols()) fail("linear_forward: input has {} features but the weight has {} inputs", x.cols, w.cols());
-  linear_forward_from(
-      w, bias, x.rows, [&](int64_t t0, MatrixView block) { return x.row_range(t0, block.rows); }, y, ws);
+  linear_forward_from(w, bias, x.rows, rows_of(x), y, ws);
 }
 
 void linear_forward_from(const SparseWeight& w, const float* bias, int64_t tokens, const TokenRows& x, MatrixView y,
@@ -24,9 +23,7 @@ void linear_backward(const SparseWeight& w, ConstMatrixView dy, LinearWorkspace&
                      float* dbias, bool accumulate) {
   if (dy.cols != w.rows())
     fail("linear_backward: output gradient has {} features but the weight has {} outputs", dy.cols, w.rows());
-  linear_backward_from(
-      w, dy.rows, [&](int64_t t0, MatrixView block) { return dy.row_range(t0, block.rows); }, ws, dx, dvalues, dbias,
-      accumulate);
+  linear_backward_from(w, dy.rows, rows_of(dy), ws, dx, dvalues, dbias, accumulate);
 }
 
 void linear_backward_from(const SparseWeight& w, int64_t tokens, const TokenRows& dy, LinearWorkspace& ws,

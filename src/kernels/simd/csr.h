@@ -19,7 +19,6 @@ template <int NT, typename RowFn>
 inline void csr_rows(const BlockSparseView& w, Range rows, int64_t tile, const PackedTokens& p, const float* bias,
                      MatrixView y, RowFn row_fn) {
   const int64_t slices = w.slice_ptr != nullptr ? w.slices() : 1;
-  const int64_t nrows = rows.end - rows.begin;
   auto store = [&](const float* staged, int64_t stride, int64_t r0, int n) {
     for (int c = 0; c < NT; ++c)
       store_transposed(staged + c * stride, n, r0, tile_tokens(p, tile + c), bias, y, (tile + c) * kTokenTile);
@@ -35,7 +34,7 @@ inline void csr_rows(const BlockSparseView& w, Range rows, int64_t tile, const P
     }
     return;
   }
-  const int64_t stride = nrows * kTokenTile;
+  const int64_t stride = (rows.end - rows.begin) * kTokenTile;
   thread_local AlignedBuffer<float> partial;
   partial.resize(static_cast<std::size_t>(NT * stride));
   for (int64_t s = 0; s < slices; ++s) {
