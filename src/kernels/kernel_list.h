@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "core/isa.h"
@@ -44,6 +45,30 @@ const KernelImpl<Problem, Fn>& select_impl(std::string_view kernel,
     if (verbose_dispatch()) skipped += fmt::format(" {}: {};", impl.name, why);
   }
   fail("{}: no implementation accepts this problem (skipped:{})", kernel, skipped);
+}
+
+// The list of one kernel, `kernel` declared in namespaces avx512, avx2 and ref with the same
+// signature, no rejections: avx512 -> avx2 -> ref, each where the build compiled it.
+template <typename Problem, typename Fn>
+using KernelList = std::vector<KernelImpl<Problem, Fn>>;
+#ifdef SPARSETRAIN_HAVE_AVX512
+#define SPARSETRAIN_AVX512_ENTRY(kernel) {#kernel "_avx512", CpuIsa::Avx512, nullptr, avx512::kernel},
+#else
+#define SPARSETRAIN_AVX512_ENTRY(kernel)
+#endif
+#ifdef SPARSETRAIN_HAVE_AVX2
+#define SPARSETRAIN_AVX2_ENTRY(kernel) {#kernel "_avx2", CpuIsa::Avx2, nullptr, avx2::kernel},
+#else
+#define SPARSETRAIN_AVX2_ENTRY(kernel)
+#endif
+// avx512 -> avx2 -> ref
+#define SPARSETRAIN_KERNEL_LIST(kernel)                                   \
+  {SPARSETRAIN_AVX512_ENTRY(kernel) SPARSETRAIN_AVX2_ENTRY(kernel) \
+   {#kernel "_ref", CpuIsa::Ref, nullptr, ref::kernel}}
+
+template <typename Problem, typename Fn>
+const KernelImpl<Problem, Fn>& pick(std::string_view kernel, const KernelList<Problem, Fn>& list, const Problem& p) {
+  return select_impl<Problem, Fn>(kernel, std::span<const KernelImpl<Problem, Fn>>(list), p);
 }
 
 }  // namespace sparsetrain

@@ -1,6 +1,4 @@
 // AVX-512 kernels: 16-lane vectors, 4 per 64-token tile. Compiled with AVX-512 flags only here.
-#include <immintrin.h>
-
 #include "kernels/spmm.h"
 
 // GCC 12 reports the deliberately undefined passthrough operand inside its own AVX-512
@@ -9,60 +7,7 @@
 // kernel bodies compiled for AVX2 (spmm_avx2.cpp) keep the warning.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#define SPARSETRAIN_SIMD_NS avx512_detail
-namespace sparsetrain::avx512_detail {
-struct Simd {
-  using V = __m512;
-  static constexpr int W = 16;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const float* p) { return _mm512_load_ps(p); }
-  static void store(float* p, V v) { _mm512_store_ps(p, v); }
-  static V bcast(float s) { return _mm512_set1_ps(s); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V loadu(const float* p) { return _mm512_loadu_ps(p); }
-  static void storeu(float* p, V v) { _mm512_storeu_ps(p, v); }
-  // In-register 16 x 16 transpose: r[i] lane j <-> r[j] lane i.
-  static void transpose(V* r) {
-    V t[16];
-    for (int i = 0; i < 16; i += 2) {
-      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-      auto pd = [](V v) { return _mm512_castps_pd(v); };
-      r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i]), pd(t[i + 2])));
-      r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i]), pd(t[i + 2])));
-      r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i + 1]), pd(t[i + 3])));
-      r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i + 1]), pd(t[i + 3])));
-    }
-    for (int h = 0; h < 16; h += 8)
-      for (int i = 0; i < 4; ++i) {
-        t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-        t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
-      }
-    for (int i = 0; i < 8; ++i) {
-      r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-      r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
-  }
-  // Lane j of the result = sum of the 16 lanes of v[j]: a transpose-and-add tree,
-  // 30 shuffles and 15 adds for 16 horizontal sums.
-  static V reduce_lanes(const V* v) {
-    V l1[8], l2[4], l3[2];
-    for (int i = 0; i < 8; ++i)
-      l1[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 4; ++i)
-      l2[i] = _mm512_add_ps(_mm512_shuffle_ps(l1[2 * i], l1[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                            _mm512_shuffle_ps(l1[2 * i], l1[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    for (int i = 0; i < 2; ++i)
-      l3[i] = _mm512_add_ps(_mm512_shuffle_f32x4(l2[2 * i], l2[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm512_shuffle_f32x4(l2[2 * i], l2[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(l3[0], l3[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(l3[0], l3[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-};
-}  // namespace sparsetrain::avx512_detail
+#include "kernels/simd/isa_avx512.h"
 
 #include "kernels/spmm_simd.h"
 

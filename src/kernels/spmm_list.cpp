@@ -11,36 +11,13 @@ namespace sparsetrain {
 
 namespace {
 
-template <typename Problem, typename Fn>
-using List = std::vector<KernelImpl<Problem, Fn>>;
-
-#ifdef SPARSETRAIN_HAVE_AVX512
-#define SPARSETRAIN_AVX512_ENTRY(kernel) {#kernel "_avx512", CpuIsa::Avx512, nullptr, avx512::kernel},
-#else
-#define SPARSETRAIN_AVX512_ENTRY(kernel)
-#endif
-#ifdef SPARSETRAIN_HAVE_AVX2
-#define SPARSETRAIN_AVX2_ENTRY(kernel) {#kernel "_avx2", CpuIsa::Avx2, nullptr, avx2::kernel},
-#else
-#define SPARSETRAIN_AVX2_ENTRY(kernel)
-#endif
-// avx512 -> avx2 -> ref
-#define SPARSETRAIN_KERNEL_LIST(kernel)                                   \
-  {SPARSETRAIN_AVX512_ENTRY(kernel) SPARSETRAIN_AVX2_ENTRY(kernel) \
-   {#kernel "_ref", CpuIsa::Ref, nullptr, ref::kernel}}
-
-const List<BlockSparseView, SpmmFwdFn> kSpmmFwd = SPARSETRAIN_KERNEL_LIST(spmm_fwd);
-const List<BlockSparseView, CsrBackwardFn> kCsrBackward = SPARSETRAIN_KERNEL_LIST(csr_backward);
-const List<BlockSparseView, SddmmFn> kSddmm = SPARSETRAIN_KERNEL_LIST(sddmm);
-const List<NmView, NmFwdFn> kNmFwd = SPARSETRAIN_KERNEL_LIST(nm_fwd);
-const List<NmView, NmSddmmFn> kNmSddmm = SPARSETRAIN_KERNEL_LIST(nm_sddmm);
-const List<NmTransposedView, NmBwdDataFn> kNmBwdData = SPARSETRAIN_KERNEL_LIST(nm_bwd_data);
-const List<PackedTokens, PackRowsFn> kPackRows = SPARSETRAIN_KERNEL_LIST(pack_rows);
-
-template <typename Problem, typename Fn>
-const KernelImpl<Problem, Fn>& pick(std::string_view kernel, const List<Problem, Fn>& list, const Problem& p) {
-  return select_impl<Problem, Fn>(kernel, std::span<const KernelImpl<Problem, Fn>>(list), p);
-}
+const KernelList<BlockSparseView, SpmmFwdFn> kSpmmFwd = SPARSETRAIN_KERNEL_LIST(spmm_fwd);
+const KernelList<BlockSparseView, CsrBackwardFn> kCsrBackward = SPARSETRAIN_KERNEL_LIST(csr_backward);
+const KernelList<BlockSparseView, SddmmFn> kSddmm = SPARSETRAIN_KERNEL_LIST(sddmm);
+const KernelList<NmView, NmFwdFn> kNmFwd = SPARSETRAIN_KERNEL_LIST(nm_fwd);
+const KernelList<NmView, NmSddmmFn> kNmSddmm = SPARSETRAIN_KERNEL_LIST(nm_sddmm);
+const KernelList<NmTransposedView, NmBwdDataFn> kNmBwdData = SPARSETRAIN_KERNEL_LIST(nm_bwd_data);
+const KernelList<PackedTokens, PackRowsFn> kPackRows = SPARSETRAIN_KERNEL_LIST(pack_rows);
 
 void check_shapes(std::string_view kernel, int64_t w_rows, int64_t w_cols, const PackedTokens& x, MatrixView y) {
   if (x.features != w_cols)

@@ -16,6 +16,7 @@
 #include "formats/random_mask.h"
 #include "kernels/kernel_list.h"
 #include "formats/sparse_weight.h"
+#include "layer_ops_testing.h"
 #include "ops/linear.h"
 
 namespace sparsetrain {
@@ -65,7 +66,6 @@ Mask make_mask(const Case& c, const FormatSpec& f, uint64_t seed) {
 void run_case(const Case& c, CpuIsa isa) {
   const std::string where = name_of(c, isa);
   SCOPED_TRACE(where);
-  set_max_isa(isa);
   const FormatSpec format = FormatSpec::parse(c.format, "test");
   const uint64_t seed = static_cast<uint64_t>(c.rows * 1000003 + c.cols * 101 + c.tokens);
   Matrix x(c.tokens, c.cols), dense(c.rows, c.cols), dy(c.tokens, c.rows), bias(1, c.rows);
@@ -186,13 +186,6 @@ void run_case(const Case& c, CpuIsa isa) {
   for (int64_t r = 0; r < c.rows; ++r) ASSERT_NEAR(acc_bias[r], dbias[r] + 1.0f, 1e-5 * (1 + std::fabs(dbias[r])));
 }
 
-std::vector<CpuIsa> usable_isas() {
-  std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512})
-    if (isa <= cpu_isa()) isas.push_back(isa);
-  return isas;
-}
-
 std::vector<Case> cases() {
   std::vector<Case> all;
   for (std::string f : {"csr", "bcsr4", "bcsr8", "bcsr16"}) {
@@ -218,13 +211,12 @@ std::vector<Case> cases() {
 }
 
 TEST(LinearOps, EveryFormatEveryIsaMatchesFloat64Reference) {
-  const CpuIsa saved = max_isa();
-  for (CpuIsa isa : usable_isas())
+  for (CpuIsa isa : layer_testing::usable_isas())
     for (const Case& c : cases()) {
+      const layer_testing::IsaCap cap(isa);
       run_case(c, isa);
       if (HasFatalFailure()) break;
     }
-  set_max_isa(saved);
 }
 
 }  // namespace
