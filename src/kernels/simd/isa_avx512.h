@@ -15,6 +15,7 @@ struct Simd {
   static V bcast(float s) { return _mm512_set1_ps(s); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V loadu(const float* p) { return _mm512_loadu_ps(p); }
   static void storeu(float* p, V v) { _mm512_storeu_ps(p, v); }
   // In-register 16 x 16 transpose: r[i] lane j <-> r[j] lane i.

@@ -110,54 +110,61 @@ std::string name_of(const AttentionShape& s) {
          " C=" + std::to_string(s.channels);
 }
 
-// Sequence lengths below, at and past the 32-query blocks of the implementation (and, 140, past
-// the 128-query blocks of its score products); head widths below, at (16, 64) and past the
-// 16-float chunks of the diagonal blocks (20: a chunk and a tail; 84: a full 64-float span, one
-// more chunk and a tail).
-const AttentionShape kShapes[] = {{1, 1, 1, 5},   {2, 3, 1, 5},    {1, 17, 3, 12}, {2, 17, 3, 33}, {1, 33, 3, 6},
-                                  {1, 40, 1, 8},  {1, 64, 2, 8},   {2, 70, 3, 24}, {1, 35, 2, 32}, {1, 40, 2, 40},
-                                  {1, 70, 1, 64}, {1, 140, 2, 16}, {1, 40, 1, 84}};
+// Sequence lengths below, at and past the kernels' 6-row blocks and 64-token key tiles (70 and
+// 140 cross tiles); head widths below, at and past the vector widths: 16 and 32 (one and two
+// vectors), 20 (a vector and a tail), 48 (three), 64 (one chunk of four), 84 (four, one more,
+// a tail), 136 (two chunks and, in 16-float vectors, a tail).
+const AttentionShape kShapes[] = {{1, 1, 1, 5},   {2, 3, 1, 5},   {1, 17, 3, 12}, {2, 17, 3, 33},
+                                  {1, 33, 3, 6},  {1, 40, 1, 8},  {1, 64, 2, 8},  {2, 70, 3, 24},
+                                  {1, 35, 2, 32}, {1, 40, 2, 40}, {1, 70, 1, 64}, {1, 140, 2, 16},
+                                  {1, 40, 1, 84}, {2, 37, 2, 64}, {1, 50, 1, 48}, {1, 29, 1, 136}};
 
-TEST(Attention, ForwardMatchesFloat64Reference) {
-  for (const AttentionShape& s : kShapes) {
-    SCOPED_TRACE(name_of(s));
-    Problem p(s, static_cast<uint64_t>(s.seq * 1000 + s.channels));
-    p.forward();
-    const AttRef ref = att_forward_ref(s, p.qkv.to_double());
-    const int64_t T = s.seq;
-    for (int64_t bh = 0; bh < s.batch * s.heads; ++bh)
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t j = 0; j < T; ++j) {
-          const size_t i = static_cast<size_t>((bh * T + t) * T + j);
-          if (j > t) {
-            ASSERT_EQ(p.probs[i], 0.0f) << "above the diagonal: pair " << bh << " t=" << t << " s=" << j;
-          } else {
-            ASSERT_TRUE(close(p.probs[i], ref.probs[i], 1e-5, 1e-7)) << "pair " << bh << " t=" << t << " s=" << j;
+std::string name_of(const AttentionShape& s, CpuIsa isa) { return name_of(s) + " isa " + std::string(isa_name(isa)); }
+
+TEST(Attention, ForwardMatchesFloat64ReferenceOnEveryIsa) {
+  for (CpuIsa isa : usable_isas())
+    for (const AttentionShape& s : kShapes) {
+      SCOPED_TRACE(name_of(s, isa));
+      const IsaCap cap(isa);
+      Problem p(s, static_cast<uint64_t>(s.seq * 1000 + s.channels));
+      p.forward();
+      const AttRef ref = att_forward_ref(s, p.qkv.to_double());
+      const int64_t T = s.seq;
+      for (int64_t bh = 0; bh < s.batch * s.heads; ++bh)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t j = 0; j < T; ++j) {
+            const size_t i = static_cast<size_t>((bh * T + t) * T + j);
+            if (j > t) {
+              ASSERT_EQ(p.probs[i], 0.0f) << "above the diagonal: pair " << bh << " t=" << t << " s=" << j;
+            } else {
+              ASSERT_TRUE(close(p.probs[i], ref.probs[i], 1e-5, 1e-7)) << "pair " << bh << " t=" << t << " s=" << j;
+            }
           }
-        }
-    for (int64_t r = 0; r < s.batch * T; ++r)
-      for (int64_t c = 0; c < s.channels; ++c)
-        ASSERT_TRUE(close(p.out.at(r, c), ref.out[static_cast<size_t>(r * s.channels + c)], 1e-5, 1e-6))
-            << "out " << r << "," << c;
-    EXPECT_TRUE(p.out.padding_untouched());
-  }
+      for (int64_t r = 0; r < s.batch * T; ++r)
+        for (int64_t c = 0; c < s.channels; ++c)
+          ASSERT_TRUE(close(p.out.at(r, c), ref.out[static_cast<size_t>(r * s.channels + c)], 1e-5, 1e-6))
+              << "out " << r << "," << c;
+      EXPECT_TRUE(p.out.padding_untouched());
+    }
 }
 
-TEST(Attention, BackwardMatchesFloat64Reference) {
-  for (const AttentionShape& s : kShapes) {
-    SCOPED_TRACE(name_of(s));
-    Problem p(s, static_cast<uint64_t>(s.seq * 1000 + s.channels));
-    p.forward();
-    p.backward();
-    const std::vector<double> ref = att_backward_ref(s, p.dout.to_double(), p.qkv.to_double());
-    const double scale = max_abs(ref);
-    ASSERT_GT(scale, 0.0);
-    for (int64_t r = 0; r < p.dqkv.rows; ++r)
-      for (int64_t c = 0; c < p.dqkv.cols; ++c)
-        ASSERT_TRUE(close(p.dqkv.at(r, c), ref[static_cast<size_t>(r * p.dqkv.cols + c)], 1e-4, 1e-5 * scale))
-            << "dqkv " << r << "," << c;
-    EXPECT_TRUE(p.dqkv.padding_untouched());
-  }
+TEST(Attention, BackwardMatchesFloat64ReferenceOnEveryIsa) {
+  for (CpuIsa isa : usable_isas())
+    for (const AttentionShape& s : kShapes) {
+      SCOPED_TRACE(name_of(s, isa));
+      const IsaCap cap(isa);
+      Problem p(s, static_cast<uint64_t>(s.seq * 1000 + s.channels));
+      p.forward();
+      p.backward();
+      const std::vector<double> ref = att_backward_ref(s, p.dout.to_double(), p.qkv.to_double());
+      const double scale = max_abs(ref);
+      ASSERT_GT(scale, 0.0);
+      for (int64_t r = 0; r < p.dqkv.rows; ++r)
+        for (int64_t c = 0; c < p.dqkv.cols; ++c)
+          ASSERT_TRUE(close(p.dqkv.at(r, c), ref[static_cast<size_t>(r * p.dqkv.cols + c)], 1e-4, 1e-5 * scale))
+              << "dqkv " << r << "," << c;
+      EXPECT_TRUE(p.dqkv.padding_untouched());
+    }
 }
 
 // L = sum(out * dout), differentiated by central differences of the float64 forward with respect
@@ -191,37 +198,40 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
 // A non-finite key and value at the last position reach only that position's outputs, and in
 // the backward pass no earlier query's gradient (keys' and values' gradients all see the last
 // query's NaN probabilities, and the other batch element sees nothing).
-TEST(Attention, FutureNaNDoesNotReachEarlierTokens) {
-  for (const AttentionShape& s : {AttentionShape{2, 40, 2, 8}, AttentionShape{2, 40, 2, 40}}) {
-    SCOPED_TRACE(name_of(s));
-    Problem p(s, 3);
-    const int64_t last = s.seq - 1;  // batch 0
-    for (int64_t c = 0; c < s.channels; ++c) {
-      p.qkv.at(last, s.channels + c) = kNaN;
-      p.qkv.at(last, 2 * s.channels + c) = kNaN;
-    }
-    p.forward();
-    for (int64_t r = 0; r < s.batch * s.seq; ++r)
+TEST(Attention, FutureNaNDoesNotReachEarlierTokensOnEveryIsa) {
+  for (CpuIsa isa : usable_isas())
+    for (const AttentionShape& s :
+         {AttentionShape{2, 40, 2, 8}, AttentionShape{2, 40, 2, 40}, AttentionShape{1, 70, 1, 64}}) {
+      SCOPED_TRACE(name_of(s, isa));
+      const IsaCap cap(isa);
+      Problem p(s, 3);
+      const int64_t last = s.seq - 1;  // batch 0
       for (int64_t c = 0; c < s.channels; ++c) {
-        if (r == last) {
-          ASSERT_TRUE(std::isnan(p.out.at(r, c))) << c;
-        } else {
-          ASSERT_TRUE(std::isfinite(p.out.at(r, c))) << r << "," << c;
+        p.qkv.at(last, s.channels + c) = kNaN;
+        p.qkv.at(last, 2 * s.channels + c) = kNaN;
+      }
+      p.forward();
+      for (int64_t r = 0; r < s.batch * s.seq; ++r)
+        for (int64_t c = 0; c < s.channels; ++c) {
+          if (r == last) {
+            ASSERT_TRUE(std::isnan(p.out.at(r, c))) << c;
+          } else {
+            ASSERT_TRUE(std::isfinite(p.out.at(r, c))) << r << "," << c;
+          }
+        }
+      p.backward();
+      for (int64_t r = 0; r < s.batch * s.seq; ++r) {
+        const bool other_batch = r > last;
+        for (int64_t c = 0; c < s.channels; ++c) {
+          if (r == last) continue;
+          ASSERT_TRUE(std::isfinite(p.dqkv.at(r, c))) << "dq " << r << "," << c;
+          if (other_batch) {
+            ASSERT_TRUE(std::isfinite(p.dqkv.at(r, s.channels + c))) << "dk " << r << "," << c;
+            ASSERT_TRUE(std::isfinite(p.dqkv.at(r, 2 * s.channels + c))) << "dv " << r << "," << c;
+          }
         }
       }
-    p.backward();
-    for (int64_t r = 0; r < s.batch * s.seq; ++r) {
-      const bool other_batch = r > last;
-      for (int64_t c = 0; c < s.channels; ++c) {
-        if (r == last) continue;
-        ASSERT_TRUE(std::isfinite(p.dqkv.at(r, c))) << "dq " << r << "," << c;
-        if (other_batch) {
-          ASSERT_TRUE(std::isfinite(p.dqkv.at(r, s.channels + c))) << "dk " << r << "," << c;
-          ASSERT_TRUE(std::isfinite(p.dqkv.at(r, 2 * s.channels + c))) << "dv " << r << "," << c;
-        }
-      }
     }
-  }
 }
 
 TEST(Attention, ResultsDoNotDependOnTheThreadCount) {
