@@ -13,9 +13,12 @@
 #include <type_traits>
 #include <utility>
 
+#include <sys/mman.h>
+
 namespace sparsetrain {
 
 inline constexpr std::size_t kAlignment = 64;
+inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 template <typename T>
 class AlignedBuffer {
@@ -46,9 +49,14 @@ class AlignedBuffer {
   // Grows capacity to at least n, keeping the current elements.
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
-    std::size_t bytes = (n * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
-    T* fresh = static_cast<T*>(std::aligned_alloc(kAlignment, bytes));
+    const std::size_t align = n * sizeof(T) >= kHugePage ? kHugePage : kAlignment;
+    std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
+    T* fresh = static_cast<T*>(std::aligned_alloc(align, bytes));
     if (fresh == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    // Advice only: where the kernel refuses (THP off), the buffer keeps 4 KB pages.
+    if (align == kHugePage) madvise(fresh, bytes, MADV_HUGEPAGE);
+#endif
     if (size_ > 0) std::memcpy(fresh, data_, size_ * sizeof(T));
     std::free(data_);
     data_ = fresh;

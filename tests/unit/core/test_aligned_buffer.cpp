@@ -1,4 +1,4 @@
-// AlignedBuffer: 64-byte alignment, growth that keeps the elements, and no reallocation while
+// AlignedBuffer: 64-byte alignment (2 MB for huge-page candidates), growth that keeps the elements, and no reallocation while
 // the size stays within capacity (what lets sparse weights rebuild after a mask update).
 #include <gtest/gtest.h>
 
@@ -26,6 +26,21 @@ TEST(AlignedBuffer, EveryAllocationIsAligned) {
     EXPECT_TRUE(aligned(bytes.data())) << n;
     EXPECT_TRUE(aligned(doubles.data())) << n;
   }
+}
+
+// Huge-page candidates start on a 2 MB boundary (a 4 KB-aligned block could not be backed by one)
+// and keep their elements when they grow into that size.
+TEST(AlignedBuffer, BuffersOfTwoMegabytesStartOnAHugePage) {
+  const std::size_t floats = kHugePage / sizeof(float);
+  for (std::size_t n : {floats, floats + 3, 3 * floats + 17}) {
+    AlignedBuffer<float> b(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % kHugePage, 0u) << n;
+  }
+  AlignedBuffer<float> small(floats - 16);
+  fill_iota(small);
+  small.resize(floats + 1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % kHugePage, 0u);
+  expect_iota(small, floats - 16);
 }
 
 TEST(AlignedBuffer, ReserveKeepsElementsAndSize) {
