@@ -1,6 +1,7 @@
-// Kernel bodies shared by the AVX-512 and AVX2 builds. Included once per ISA translation unit
-// after that unit defines SPARSETRAIN_SIMD_NS and, in that namespace, `struct Simd` (vector type V,
-// lane count W, load/store/fma helpers and reduce_lanes); nothing here is ISA-specific. The bodies
+// Kernel bodies shared by the AVX-512 and AVX2 builds, and their entry points. Included once per
+// ISA translation unit after kernels/simd/isa_<isa>.h defines SPARSETRAIN_SIMD_NS,
+// SPARSETRAIN_ISA_NS and, in the first, `struct Simd` (vector type V, lane count W, load/store/fma
+// helpers and reduce_lanes); nothing here is ISA-specific. The bodies
 // live in simd/, one file per format.
 //
 // Method (see docs/kernels.md):
@@ -54,3 +55,32 @@ inline void sddmm(const BlockSparseView& w, const PackedTokens& dy, const Packed
 }
 
 }  // namespace sparsetrain::SPARSETRAIN_SIMD_NS
+
+// The entry points of spmm.h for this ISA.
+namespace sparsetrain::SPARSETRAIN_ISA_NS {
+void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums) {
+  SPARSETRAIN_SIMD_NS::pack_rows(rows, dst, tile, t0, sums);
+}
+void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+              Range block_rows) {
+  SPARSETRAIN_SIMD_NS::spmm_fwd(w, x, bias, y, tiles, block_rows);
+}
+void csr_backward(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dwt,
+                  Range rows) {
+  SPARSETRAIN_SIMD_NS::csr_backward(wt, dy, x, dx, dwt, rows);
+}
+void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
+           Range block_rows) {
+  SPARSETRAIN_SIMD_NS::sddmm(w, dy, x, dvalues, accumulate, block_rows);
+}
+void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
+  SPARSETRAIN_SIMD_NS::nm_fwd(w, x, bias, y, tiles, rows);
+}
+void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
+              Range rows) {
+  SPARSETRAIN_SIMD_NS::nm_sddmm(w, dy, x, dvalues, accumulate, rows);
+}
+void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
+  SPARSETRAIN_SIMD_NS::nm_bwd_data(wt, dy, dx, tiles, groups);
+}
+}  // namespace sparsetrain::SPARSETRAIN_ISA_NS

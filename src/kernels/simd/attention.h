@@ -1,6 +1,7 @@
 // Causal attention products (kernels/attention_kernels.h), ISA-generic bodies.
 // Included by an ISA's attention translation unit after kernels/simd/isa_<isa>.h has defined
-// SPARSETRAIN_SIMD_NS and `struct Simd`. Nothing here is ISA-specific.
+// SPARSETRAIN_SIMD_NS, SPARSETRAIN_ISA_NS and `struct Simd`; ends with the entry points.
+// Nothing here is ISA-specific.
 #pragma once
 
 #include <algorithm>
@@ -195,3 +196,19 @@ inline void attention_cols(int64_t T, int64_t D, float alpha, const float* p, in
 }
 
 }  // namespace sparsetrain::SPARSETRAIN_SIMD_NS
+
+// The entry points of attention_kernels.h for this ISA.
+namespace sparsetrain::SPARSETRAIN_ISA_NS {
+void attention_scores(int64_t T, int64_t D, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                      float* s, int64_t lds) {
+  SPARSETRAIN_SIMD_NS::attention_scores(T, D, alpha, a, lda, b, ldb, s, lds);
+}
+void attention_rows(int64_t T, int64_t D, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
+                    float* y, int64_t ldy) {
+  SPARSETRAIN_SIMD_NS::attention_rows(T, D, alpha, p, ldp, x, ldx, y, ldy);
+}
+void attention_cols(int64_t T, int64_t D, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
+                    float* y, int64_t ldy) {
+  SPARSETRAIN_SIMD_NS::attention_cols(T, D, alpha, p, ldp, x, ldx, y, ldy);
+}
+}  // namespace sparsetrain::SPARSETRAIN_ISA_NS

@@ -4,7 +4,10 @@
 
 #include <immintrin.h>
 
+// Kernel bodies live in SPARSETRAIN_SIMD_NS; the entry points spmm.h and attention_kernels.h
+// declare are defined in SPARSETRAIN_ISA_NS.
 #define SPARSETRAIN_SIMD_NS avx2_detail
+#define SPARSETRAIN_ISA_NS avx2
 namespace sparsetrain::avx2_detail {
 struct Simd {
   using V = __m256;
