@@ -16,6 +16,10 @@ namespace {
 // Rows (or channels) per part below which a second thread costs more than it saves.
 constexpr int64_t kMinRowsPerThread = 16;
 constexpr int64_t kMinChannelsPerThread = 64;
+// Tokens per block of the backward pass's dgamma / dbeta partial sums: a parallel unit as large
+// as kMinRowsPerThread, with the partials (two doubles per channel per block) a small fraction of
+// the rows they summarize.
+constexpr int64_t kStatRows = 32;
 
 int parts_for(int64_t items, int64_t min_per_part) {
   return static_cast<int>(std::clamp<int64_t>(items / min_per_part, 1, 1 << 16));
@@ -64,11 +68,20 @@ void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gam
   check_same_shape("layer_norm_backward", "dx", dx, "x", x);
   const int64_t T = x.rows, C = x.cols;
 
-  // dx: rows are independent.
-  parallel_run(parts_for(T, kMinRowsPerThread), [&](int ith, int nth) {
-    int64_t t0 = 0, t1 = 0;
-    balance_even(T, ith, nth, t0, t1);
-    for (int64_t t = t0; t < t1; ++t) {
+  // dx: rows are independent. dgamma and dbeta come from the same pass: each block of
+  // kStatRows tokens sums its rows in token order (double), and the blocks are added in block
+  // order below. Blocks, not threads, fix the order, so the sums do not depend on the thread
+  // count, and x and dy are read once.
+  const int64_t blocks = (T + kStatRows - 1) / kStatRows;
+  // [blocks][2][C]: dgamma's, then dbeta's. Kept by the calling thread; the workers reach it
+  // through `partial` (a thread_local named inside them would be their own).
+  thread_local std::vector<double> partial_sums;
+  partial_sums.assign(static_cast<size_t>(blocks * 2 * C), 0.0);
+  double* const partial = partial_sums.data();
+  parallel_run(parts_for(blocks, 1), [&](int ith, int nth) {
+    int64_t b0 = 0, b1 = 0;
+    balance_even(blocks, ith, nth, b0, b1);
+    for (int64_t t = b0 * kStatRows; t < std::min(T, b1 * kStatRows); ++t) {
       const float* xt = x.row(t);
       const float* dyt = dy.row(t);
       const float m = mean[t], r = rstd[t];
@@ -82,34 +95,29 @@ void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gam
       const float g_mean = static_cast<float>(g_sum / static_cast<double>(C));
       const float gx_mean = static_cast<float>(gx_sum / static_cast<double>(C));
       float* dxt = dx.row(t);
+      double* dg = partial + t / kStatRows * 2 * C;
+      double* db = dg + C;
       for (int64_t c = 0; c < C; ++c) {
         const float xhat = (xt[c] - m) * r;
         const float g = dyt[c] * gamma[c];
         dxt[c] += r * (g - g_mean - xhat * gx_mean);
+        dg[c] += static_cast<double>(dyt[c]) * xhat;
+        db[c] += dyt[c];
       }
     }
   });
 
-  // dgamma, dbeta: split over channels, every thread walks all tokens in order, so each sum has
-  // one order whatever the thread count.
   parallel_run(parts_for(C, kMinChannelsPerThread), [&](int ith, int nth) {
     int64_t c0 = 0, c1 = 0;
     balance_even(C, ith, nth, c0, c1);
-    const int64_t n = c1 - c0;
-    std::vector<double> dg(static_cast<size_t>(n), 0.0), db(static_cast<size_t>(n), 0.0);
-    for (int64_t t = 0; t < T; ++t) {
-      const float* xt = x.row(t) + c0;
-      const float* dyt = dy.row(t) + c0;
-      const float m = mean[t], r = rstd[t];
-      for (int64_t j = 0; j < n; ++j) {
-        const float xhat = (xt[j] - m) * r;
-        dg[j] += static_cast<double>(dyt[j]) * xhat;
-        db[j] += dyt[j];
+    for (int64_t c = c0; c < c1; ++c) {
+      double dg = 0.0, db = 0.0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        dg += partial[(b * 2) * C + c];
+        db += partial[(b * 2 + 1) * C + c];
       }
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      dgamma[c0 + j] += static_cast<float>(dg[j]);
-      dbeta[c0 + j] += static_cast<float>(db[j]);
+      dgamma[c] += static_cast<float>(dg);
+      dbeta[c] += static_cast<float>(db);
     }
   });
 }

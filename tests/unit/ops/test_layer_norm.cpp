@@ -111,7 +111,7 @@ struct Problem {
 struct Shape {
   int64_t T, C;
 };
-constexpr Shape kShapes[] = {{1, 5}, {3, 12}, {17, 33}, {2, 64}, {40, 130}};
+constexpr Shape kShapes[] = {{1, 5}, {3, 12}, {17, 33}, {2, 64}, {40, 130}, {70, 24}};
 
 std::string name_of(Shape s) { return "T=" + std::to_string(s.T) + " C=" + std::to_string(s.C); }
 
