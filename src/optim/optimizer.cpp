@@ -41,8 +41,13 @@ void Optimizer::step() {
   for (const PostStepHook& hook : hooks_) hook(k);
 }
 
+// Large gradients (the tied embedding's is 16 MB in the benchmark GPT) are cleared by every
+// thread; small ones in one pass each.
 void Optimizer::zero_grad() {
-  for (Parameter* p : params_) p->zero_grad();
+  for (Parameter* p : params_) {
+    float* g = p->grad().data();
+    for_ranges(p->grad().size(), [g](std::size_t begin, std::size_t end) { std::fill(g + begin, g + end, 0.0f); });
+  }
 }
 
 void Optimizer::set_step(int64_t step) {
