@@ -34,6 +34,12 @@ struct Range {
 // Packs token rows [n x F] into tokens [t0, t0 + n) of dst's tile `tile` (t0 a multiple of 16,
 // t0 + n <= kTokenTile); with sums, sums[f] += the rows' values of feature f, in token order.
 using PackRowsFn = void(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums);
+// One whole tile of dst (already shaped) through pack_rows, kPackBlock tokens per call, and its
+// zero padding; serial. scratch (kPackBlock x dst.features floats) is the block handed to rows,
+// which a producer that writes its rows needs (rows_of does not: it may be null there); with
+// sums, the tile's feature sums as pack_tokens gives them.
+void pack_tile(PackRowsFn* pack_rows, const TokenRows& rows, PackedTokens& dst, int64_t tile, float* scratch,
+               float* sums);
 using SpmmFwdFn = void(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y,
                        Range tiles, Range block_rows);
 using SddmmFn = void(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,

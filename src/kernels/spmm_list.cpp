@@ -81,6 +81,22 @@ void pack_tokens(ConstMatrixView src, PackedTokens& dst, float* tile_sums) {
   pack_tokens_from(src.rows, src.cols, rows_of(src), dst, tile_sums);
 }
 
+void pack_tile(PackRowsFn* pack_rows, const TokenRows& rows, PackedTokens& dst, int64_t tile, float* scratch,
+               float* sums) {
+  const int64_t features = dst.features;
+  float* out = dst.tile(tile);
+  const int valid = static_cast<int>(std::min<int64_t>(kTokenTile, dst.tokens - tile * kTokenTile));
+  if (sums != nullptr) std::fill(sums, sums + features, 0.0f);
+  for (int t0 = 0; t0 < valid; t0 += kPackBlock) {
+    const int n = std::min(kPackBlock, valid - t0);
+    pack_rows(rows(tile * kTokenTile + t0, MatrixView{scratch, n, features, features}), dst, tile, t0, sums);
+  }
+  // Padding: the tokens past the last one, then the features past the last one.
+  if (valid < kTokenTile)
+    for (int64_t f = 0; f < features; ++f) std::fill(out + f * kTokenTile + valid, out + (f + 1) * kTokenTile, 0.0f);
+  std::fill(out + features * kTokenTile, out + dst.features_padded * kTokenTile, 0.0f);
+}
+
 void pack_tokens_from(int64_t tokens, int64_t features, const TokenRows& rows, PackedTokens& dst, float* tile_sums) {
   dst.shape_for(tokens, features);
   const auto& impl = pick("pack_rows", kPackRows, dst);
@@ -89,22 +105,9 @@ void pack_tokens_from(int64_t tokens, int64_t features, const TokenRows& rows, P
     balance_even(dst.tiles, ith, nth, first, last);
     thread_local AlignedBuffer<float> scratch;
     scratch.resize(static_cast<std::size_t>(kPackBlock * features));
-    for (int64_t tile = first; tile < last; ++tile) {
-      float* out = dst.tile(tile);
-      const int valid = static_cast<int>(std::min<int64_t>(kTokenTile, tokens - tile * kTokenTile));
-      float* sums = tile_sums != nullptr ? tile_sums + tile * features : nullptr;
-      if (sums != nullptr) std::fill(sums, sums + features, 0.0f);
-      for (int t0 = 0; t0 < valid; t0 += kPackBlock) {
-        const int n = std::min(kPackBlock, valid - t0);
-        const ConstMatrixView block = rows(tile * kTokenTile + t0, MatrixView{scratch.data(), n, features, features});
-        impl.run(block, dst, tile, t0, sums);
-      }
-      // Padding: the tokens past the last one, then the features past the last one.
-      if (valid < kTokenTile)
-        for (int64_t f = 0; f < features; ++f)
-          std::fill(out + f * kTokenTile + valid, out + (f + 1) * kTokenTile, 0.0f);
-      std::fill(out + features * kTokenTile, out + dst.features_padded * kTokenTile, 0.0f);
-    }
+    for (int64_t tile = first; tile < last; ++tile)
+      pack_tile(impl.run, rows, dst, tile, scratch.data(),
+                tile_sums != nullptr ? tile_sums + tile * features : nullptr);
   });
 }
 

@@ -89,7 +89,7 @@ void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView 
   const int64_t pairs = B * H, lds = attention_score_stride(T);
   const AttentionKernels kernel = attention_kernels(D);
 
-  parallel_run(static_cast<int>(std::clamp<int64_t>(pairs, 1, num_threads())), [&](int ith, int nth) {
+  parallel_run(static_cast<int>(std::min<int64_t>(pairs, num_threads())), [&](int ith, int nth) {
     int64_t p0 = 0, p1 = 0;
     balance_even(pairs, ith, nth, p0, p1);
     float* scores = p1 > p0 ? score_scratch(T) : nullptr;  // [T x lds]
@@ -126,7 +126,7 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
   const int64_t pairs = B * H, lds = attention_score_stride(T);
   const AttentionKernels kernel = attention_kernels(D);
 
-  parallel_run(static_cast<int>(std::clamp<int64_t>(pairs, 1, num_threads())), [&](int ith, int nth) {
+  parallel_run(static_cast<int>(std::min<int64_t>(pairs, num_threads())), [&](int ith, int nth) {
     int64_t p0 = 0, p1 = 0;
     balance_even(pairs, ith, nth, p0, p1);
     float* ds = p1 > p0 ? score_scratch(T) : nullptr;  // dP, then dS in place [T x lds]

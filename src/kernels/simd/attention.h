@@ -52,18 +52,11 @@ inline void store_scaled(const V (&acc)[R][NC], float alpha, float* y, int64_t l
     for (int c = 0; c < NC; ++c) Simd::storeu(y + i * ldy + c * W, Simd::mul(acc[i][c], al));
 }
 
-// B [T x D] -> bp: B^T in token tiles, zero past token T.
+// B [T x D] -> bp: B^T in token tiles, zero-padded (PackedTokens).
 inline void pack_keys(int64_t T, int64_t D, const float* b, int64_t ldb, PackedTokens& bp) {
   bp.shape_for(T, D);
-  for (int64_t tile = 0; tile < bp.tiles; ++tile) {
-    const int valid = static_cast<int>(std::min<int64_t>(kTokenTile, T - tile * kTokenTile));
-    for (int t0 = 0; t0 < valid; t0 += kPackBlock) {
-      const int n = std::min(kPackBlock, valid - t0);
-      pack_rows(ConstMatrixView{b + (tile * kTokenTile + t0) * ldb, n, D, ldb}, bp, tile, t0, nullptr);
-    }
-    float* out = bp.tile(tile);
-    for (int64_t d = 0; d < D; ++d) std::fill(out + d * kTokenTile + valid, out + (d + 1) * kTokenTile, 0.0f);
-  }
+  const TokenRows rows = rows_of(ConstMatrixView{b, T, D, ldb});
+  for (int64_t tile = 0; tile < bp.tiles; ++tile) pack_tile(pack_rows, rows, bp, tile, nullptr, nullptr);
 }
 
 // s[i][c * W + l] = alpha * sum_d a[i][d] bt[d][c * W + l] for i < R, c < NC, where bt points
@@ -107,6 +100,17 @@ inline void attention_scores(int64_t T, int64_t D, float alpha, const float* a, 
   for (; t0 < T; ++t0) score_rows<1>(t0, D, alpha, a, lda, bp, s, lds);
 }
 
+// acc[i] += coef(i) * x[0 .. NC * W) for the block rows i in [first, last).
+template <int R, int NC, typename Coef>
+inline void add_scaled_row(V (&acc)[R][NC], const float* x, int first, int last, Coef coef) {
+  V xv[NC];
+  for (int c = 0; c < NC; ++c) xv[c] = Simd::loadu(x + c * W);
+  for (int i = first; i < last; ++i) {
+    const V pv = Simd::bcast(coef(i));
+    for (int c = 0; c < NC; ++c) acc[i][c] = Simd::fma(pv, xv[c], acc[i][c]);
+  }
+}
+
 // Output rows [t0, t0 + R), NC vectors of channels (x and y point at the first):
 // y[t] = alpha * sum_{s <= t} p[t][s] x[s].
 template <int R, int NC>
@@ -115,23 +119,10 @@ inline void rows_block(int64_t t0, float alpha, const float* p, int64_t ldp, con
   V acc[R][NC];
   clear(acc);
   const float* pr = p + t0 * ldp;
-  for (int64_t s = 0; s < t0; ++s) {
-    V xv[NC];
-    for (int c = 0; c < NC; ++c) xv[c] = Simd::loadu(x + s * ldx + c * W);
-    for (int i = 0; i < R; ++i) {
-      const V pv = Simd::bcast(pr[i * ldp + s]);
-      for (int c = 0; c < NC; ++c) acc[i][c] = Simd::fma(pv, xv[c], acc[i][c]);
-    }
-  }
+  for (int64_t s = 0; s < t0; ++s) add_scaled_row(acc, x + s * ldx, 0, R, [&](int i) { return pr[i * ldp + s]; });
   // The diagonal block: row i takes keys t0 .. t0 + i.
-  for (int j = 0; j < R; ++j) {
-    V xv[NC];
-    for (int c = 0; c < NC; ++c) xv[c] = Simd::loadu(x + (t0 + j) * ldx + c * W);
-    for (int i = j; i < R; ++i) {
-      const V pv = Simd::bcast(pr[i * ldp + t0 + j]);
-      for (int c = 0; c < NC; ++c) acc[i][c] = Simd::fma(pv, xv[c], acc[i][c]);
-    }
-  }
+  for (int j = 0; j < R; ++j)
+    add_scaled_row(acc, x + (t0 + j) * ldx, j, R, [&](int i) { return pr[i * ldp + t0 + j]; });
   store_scaled(acc, alpha, y + t0 * ldy, ldy);
 }
 
@@ -142,22 +133,10 @@ inline void cols_block(int64_t T, int64_t s0, float alpha, const float* p, int64
   V acc[R][NC];
   clear(acc);
   // The diagonal block: query s0 + j reaches keys s0 .. s0 + j.
-  for (int j = 0; j < R; ++j) {
-    V xv[NC];
-    for (int c = 0; c < NC; ++c) xv[c] = Simd::loadu(x + (s0 + j) * ldx + c * W);
-    for (int i = 0; i <= j; ++i) {
-      const V pv = Simd::bcast(p[(s0 + j) * ldp + s0 + i]);
-      for (int c = 0; c < NC; ++c) acc[i][c] = Simd::fma(pv, xv[c], acc[i][c]);
-    }
-  }
-  for (int64_t t = s0 + R; t < T; ++t) {
-    V xv[NC];
-    for (int c = 0; c < NC; ++c) xv[c] = Simd::loadu(x + t * ldx + c * W);
-    for (int i = 0; i < R; ++i) {
-      const V pv = Simd::bcast(p[t * ldp + s0 + i]);
-      for (int c = 0; c < NC; ++c) acc[i][c] = Simd::fma(pv, xv[c], acc[i][c]);
-    }
-  }
+  for (int j = 0; j < R; ++j)
+    add_scaled_row(acc, x + (s0 + j) * ldx, 0, j + 1, [&](int i) { return p[(s0 + j) * ldp + s0 + i]; });
+  for (int64_t t = s0 + R; t < T; ++t)
+    add_scaled_row(acc, x + t * ldx, 0, R, [&](int i) { return p[t * ldp + s0 + i]; });
   store_scaled(acc, alpha, y + s0 * ldy, ldy);
 }
 
