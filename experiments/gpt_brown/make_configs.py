@@ -132,6 +132,20 @@ def main():
             lines.append(f"{name:<18} {name + '.yaml':<22} 0    1       5")
     write(pareto, "runs", "\n".join(lines) + "\n")
 
+    # 1b. Three seeds of static against dynamic at the two widths where sparse models beat the best
+    # dense one: whether their one-seed differences above are a real effect. The configs are the
+    # Pareto's; a separate experiment keeps each under an hour.
+    seeds = ROOT / "experiments/gpt_brown_pareto_seeds"
+    seeds.mkdir(exist_ok=True)
+    lines = ["# Static vs dynamic at 90%, the Pareto's configs and budget, seeds 0-2.",
+             "# run               config                                 seed threads quick_steps"]
+    for width in (256, 384):
+        for seed in range(3):  # pairs of one seed next to each other: a partial set still compares
+            for kind in ("static", "dynamic"):
+                name = f"{kind}_w{width}_s{seed}"
+                lines.append(f"{name:<19} {'../gpt_brown_pareto/' + kind + f'_w{width}.yaml':<38} {seed}    1       5")
+    write(seeds, "runs", "\n".join(lines) + "\n")
+
     # 2. Block sizes for the dynamic method at 90%, width 384, the steps that --budget-steps steps of
     # the width-256 dense model's FLOPs buy with CSR.
     blocks = ROOT / "experiments/gpt_brown_blocks"
