@@ -57,7 +57,7 @@ const std::vector<std::string> kGptKeys = {"name",        "vocab_size",         
                                            "initializer_range", "sparse_init"};
 const std::vector<std::string> kMlpKeys = {"name",       "input_size", "hidden_sizes", "num_classes", "activation",
                                            "output_activation", "loss", "dropout", "sparse_init", "initializer_range",
-                                           "inverted_dropout"};
+                                           "inverted_dropout", "dropout_masks_gradient"};
 
 std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, SparseInit& sparse_init) {
   const Mapping probe(v, "a mapping with 'name: gpt' or 'name: mlp'");
@@ -94,6 +94,7 @@ std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, 
       if (e.key == "dropout") c.dropout = number_in(x, 0.0, 1.0, true, "a number in [0, 1)");
       if (e.key == "initializer_range") c.init_std = number_in(x, 0.0, 1e6, false, "a number >= 0");
       if (e.key == "inverted_dropout") c.inverted_dropout = x.as_bool("true or false");
+      if (e.key == "dropout_masks_gradient") c.dropout_masks_gradient = x.as_bool("true or false");
       if (e.key == "activation")
         c.activation = config::at_value(x, [&] { return parse_activation(x.as_string("an activation"), "activation"); });
       if (e.key == "output_activation")

@@ -57,10 +57,11 @@ Mlp::Mlp(const MlpConfig& config) : Model("MLP"), config_(config) {
 }
 
 std::string Mlp::describe() const {
-  return fmt::format("mlp: {} -> {} -> {}, {} hidden, {} output, {} loss, dropout {}{}", config_.inputs,
+  return fmt::format("mlp: {} -> {} -> {}, {} hidden, {} output, {} loss, dropout {}{}{}", config_.inputs,
                      fmt::join(config_.hidden, " -> "), config_.classes, activation_name(config_.activation),
                      activation_name(config_.output_activation), mlp_loss_name(config_.loss), config_.dropout,
-                     config_.inverted_dropout ? "" : " (scaled at evaluation)");
+                     config_.inverted_dropout ? "" : " (scaled at evaluation)",
+                     config_.dropout_masks_gradient ? "" : " (not in the backward pass)");
 }
 
 void Mlp::init_weights(uint64_t seed) {
@@ -170,7 +171,7 @@ void Mlp::backward() {
   MatrixView dy = grad_out_;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const bool hidden = i + 1 < layers_.size();
-    if (hidden && dropped_last_)
+    if (hidden && dropped_last_ && config_.dropout_masks_gradient)
       dropout_backward(static_cast<float>(config_.dropout), keep_[i].data(), dy, dy, config_.inverted_dropout);
     const Activation act = hidden ? config_.activation : config_.output_activation;
     // set_mse's gradient already is the output layer's pre-activation gradient.

@@ -36,6 +36,9 @@ struct MlpConfig {
   // evaluation, the pre-activation of every layer after the first (bias included) is multiplied by
   // 1 - dropout (the SET reference code).
   bool inverted_dropout = true;
+  // false: the backward pass treats dropout as the identity, so a dropped unit still passes its
+  // gradient to the layer below (the SET reference code backpropagates without the mask).
+  bool dropout_masks_gradient = true;
   // 0: torch.nn.Linear's default initialization; > 0: weights N(0, init_std^2), biases 0 (the SET
   // reference code's randn / 10 is 0.1).
   double init_std = 0.0;

@@ -467,6 +467,73 @@ TEST(MlpSetMse, OutputLayerGradientsFollowTheReferenceDelta) {
   EXPECT_GT(first_layer, 0.0) << "the delta reaches the first layer";
 }
 
+// dropout_masks_gradient: false backpropagates through dropout as the identity (the SET reference
+// code), true through the keep mask. Both models' gradients against a float64 computation from the
+// weights and the keep decisions the model's dropout stream makes (dropout.h).
+TEST(MlpDropout, GradientThroughDroppedUnitsOnlyWhenUnmasked) {
+  MlpConfig config;
+  config.inputs = 9;
+  config.hidden = {11};
+  config.classes = 5;
+  config.dropout = 0.5;
+  config.inverted_dropout = false;
+  const Batch batch = image_batch(7, 9, 5);
+  for (const bool masks_gradient : {true, false}) {
+    SCOPED_TRACE(masks_gradient ? "masked" : "unmasked");
+    config.dropout_masks_gradient = masks_gradient;
+    Mlp mlp(config);
+    mlp.init_weights(5);
+    for (Parameter* q : mlp.parameters()) q->zero_grad();
+    mlp.forward(batch, true, /*seed=*/3, /*step=*/2);
+    mlp.backward();
+
+    const std::vector<Parameter*> p = mlp.parameters();  // layers.0.weight, .bias, layers.1.weight, .bias
+    const Matrix w0 = p[0]->to_dense(), b0 = p[1]->to_dense(), w1 = p[2]->to_dense(), b1 = p[3]->to_dense();
+    const Philox stream(3, p[0]->name() + ".dropout", 2);
+    std::vector<double> want_w0(11 * 9, 0.0), want_b0(11, 0.0), want_w1(5 * 11, 0.0);
+    double through_dropped = 0.0;  // gradient that reaches dropped units: what the flag decides
+    for (int64_t r = 0; r < 7; ++r) {
+      std::vector<double> z(11), kept(11);
+      for (int64_t j = 0; j < 11; ++j) {
+        double a = b0.data()[j];
+        for (int64_t k = 0; k < 9; ++k) a += static_cast<double>(w0.at(j, k)) * batch.inputs.at(r, k);
+        z[static_cast<std::size_t>(j)] = a;
+        const bool keep = stream.uniform(static_cast<uint64_t>(r * 11 + j)) >= 0.5f;
+        kept[static_cast<std::size_t>(j)] = keep ? std::max(a, 0.0) : 0.0;
+      }
+      std::vector<double> logit(5), dlogit(5);
+      double largest = -1e300, total = 0.0;
+      for (int64_t c = 0; c < 5; ++c) {
+        double v = b1.data()[c];
+        for (int64_t j = 0; j < 11; ++j) v += static_cast<double>(w1.at(c, j)) * kept[static_cast<std::size_t>(j)];
+        logit[static_cast<std::size_t>(c)] = v;
+        largest = std::max(largest, v);
+      }
+      for (double v : logit) total += std::exp(v - largest);
+      for (int64_t c = 0; c < 5; ++c) {
+        const double prob = std::exp(logit[static_cast<std::size_t>(c)] - largest) / total;
+        dlogit[static_cast<std::size_t>(c)] = (prob - (batch.targets[static_cast<std::size_t>(r)] == c ? 1.0 : 0.0)) / 7.0;
+        for (int64_t j = 0; j < 11; ++j)
+          want_w1[static_cast<std::size_t>(c * 11 + j)] += dlogit[static_cast<std::size_t>(c)] * kept[static_cast<std::size_t>(j)];
+      }
+      for (int64_t j = 0; j < 11; ++j) {
+        if (z[static_cast<std::size_t>(j)] <= 0.0) continue;
+        double dz = 0.0;
+        for (int64_t c = 0; c < 5; ++c) dz += dlogit[static_cast<std::size_t>(c)] * w1.at(c, j);
+        const bool dropped = stream.uniform(static_cast<uint64_t>(r * 11 + j)) < 0.5f;
+        if (dropped) through_dropped += std::abs(dz);
+        if (dropped && masks_gradient) continue;
+        want_b0[static_cast<std::size_t>(j)] += dz;
+        for (int64_t k = 0; k < 9; ++k) want_w0[static_cast<std::size_t>(j * 9 + k)] += dz * batch.inputs.at(r, k);
+      }
+    }
+    ASSERT_GT(through_dropped, 1e-3) << "no dropped unit with a gradient: the flag would change nothing";
+    for (std::size_t i = 0; i < want_w1.size(); ++i) EXPECT_NEAR(p[2]->grad()[i], want_w1[i], 1e-6) << "w1 " << i;
+    for (std::size_t i = 0; i < want_b0.size(); ++i) EXPECT_NEAR(p[1]->grad()[i], want_b0[i], 1e-6) << "b0 " << i;
+    for (std::size_t i = 0; i < want_w0.size(); ++i) EXPECT_NEAR(p[0]->grad()[i], want_w0[i], 1e-6) << "w0 " << i;
+  }
+}
+
 // initializer_range: weights N(0, std^2) (sample moments of 20,000 draws), biases 0.
 TEST(MlpInit, InitStdDrawsNormalWeightsAndZeroBiases) {
   MlpConfig config;

@@ -786,13 +786,17 @@ TEST(TrainConfig, NumpySubsetShuffleTakesTheReferencesImages) {
 TEST(TrainConfig, SetReferenceKeysAreRead) {
   const std::string rest = "train_input: {data: fashion_mnist}\nrunconfig: {num_epochs: 1}\n";
   const TrainConfig c = load_train_config_yaml(
-      "model: {name: mlp, output_activation: sigmoid, loss: set_mse, initializer_range: 0.1}\n"
+      "model: {name: mlp, output_activation: sigmoid, loss: set_mse, initializer_range: 0.1,\n"
+      "        inverted_dropout: false, dropout_masks_gradient: false}\n"
       "optimizer: {optimizer_type: sgd, learning_rate: 0.05, weight_decay: 0.004, decoupled_weight_decay: true}\n" +
           rest,
       "a.yaml");
   const MlpConfig& mlp = std::get<MlpConfig>(c.model);
   EXPECT_EQ(mlp.loss, MlpLoss::SetMse);
   EXPECT_EQ(mlp.init_std, 0.1);
+  EXPECT_FALSE(mlp.inverted_dropout);
+  EXPECT_FALSE(mlp.dropout_masks_gradient);
+  EXPECT_TRUE(MlpConfig{}.dropout_masks_gradient);
   EXPECT_TRUE(c.optimizer.sgd.decoupled_weight_decay);
   EXPECT_EQ(c.optimizer.sgd.weight_decay, 0.004);
   const auto error = [&](const std::string& head) {
@@ -809,6 +813,8 @@ TEST(TrainConfig, SetReferenceKeysAreRead) {
               HasSubstr("'decoupled_weight_decay' does not apply to the adamw optimizer"));
   EXPECT_THAT(error("model: {name: mlp, initializer_range: -1}\noptimizer: {learning_rate: 0.1}\n"),
               HasSubstr("b.yaml:1:"));
+  EXPECT_THAT(error("model: {name: mlp, dropout_masks_gradient: 2}\noptimizer: {learning_rate: 0.1}\n"),
+              HasSubstr("true or false"));
 }
 
 TEST(TrainConfig, ErrorsNameFileLineAndKey) {
