@@ -64,7 +64,8 @@ function(sparsetrain_add_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE sparsetrain::sparsetrain GTest::gtest GTest::gtest_main
     sparsetrain_options)
-  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  # The test's own folder, and tests/ for the headers every test folder shares.
+  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/tests)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" ENVIRONMENT "${SPARSETRAIN_TEST_ENVIRONMENT}")
 endfunction()

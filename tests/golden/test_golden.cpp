@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/isa.h"
 #include "io/safetensors.h"
+#include "isa_testing.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
 
@@ -223,26 +224,15 @@ void check_against_fixture(Model& model, const Batch& batch, const Fixture& f) {
   }
 }
 
-std::vector<CpuIsa> machine_isas() {
-  std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512})
-    if (isa <= cpu_isa()) isas.push_back(isa);
-  return isas;
-}
-
-class Golden : public ::testing::TestWithParam<const char*> {
- protected:
-  void TearDown() override { set_max_isa(saved_); }
-  CpuIsa saved_ = max_isa();
-};
+class Golden : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Golden, OutputsLossAndEveryGradientMatchTheReference) {
   const Fixture f = load_fixture(GetParam());
   const std::unique_ptr<Model> model = build_model(f);
   const Batch batch = make_batch(f);
-  for (CpuIsa isa : machine_isas()) {
+  for (CpuIsa isa : testing_isa::usable_isas()) {
     SCOPED_TRACE(std::string("ISA cap ") + std::string(isa_name(isa)));
-    set_max_isa(isa);
+    const testing_isa::IsaCap cap(isa);
     check_against_fixture(*model, batch, f);
     if (HasFailure()) break;
   }

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "core/isa.h"
 #include "core/parallel.h"
 #include "core/philox.h"
 #include "core/tensor.h"
 #include "error_of.h"
+#include "isa_testing.h"
 
 namespace sparsetrain::layer_testing {
 
@@ -109,25 +109,8 @@ class ThreadCount {
   int saved_;
 };
 
-// Every kernel ISA this machine and build can run, the reference first.
-inline std::vector<CpuIsa> usable_isas() {
-  std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512})
-    if (isa <= cpu_isa()) isas.push_back(isa);
-  return isas;
-}
-
-// Caps the kernels' ISA for a scope and restores the previous cap.
-class IsaCap {
- public:
-  explicit IsaCap(CpuIsa isa) : saved_(max_isa()) { set_max_isa(isa); }
-  ~IsaCap() { set_max_isa(saved_); }
-  IsaCap(const IsaCap&) = delete;
-  IsaCap& operator=(const IsaCap&) = delete;
-
- private:
-  CpuIsa saved_;
-};
+using testing_isa::IsaCap;
+using testing_isa::usable_isas;
 
 inline ::testing::AssertionResult has_substr(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
