@@ -55,9 +55,9 @@ Mapping section(const Value& v, const std::vector<std::string>& keys, const std:
 const std::vector<std::string> kGptKeys = {"name",        "vocab_size",         "n_positions",      "n_layer",
                                            "n_head",      "n_embd",             "layer_norm_epsilon",
                                            "initializer_range", "sparse_init"};
-const std::vector<std::string> kMlpKeys = {"name",       "input_size", "hidden_sizes", "num_classes", "activation",
-                                           "output_activation", "loss", "dropout", "sparse_init", "initializer_range",
-                                           "inverted_dropout", "dropout_masks_gradient"};
+const std::vector<std::string> kMlpKeys = {
+    "name", "input_size", "hidden_sizes", "num_classes",       "activation",       "output_activation",
+    "loss", "dropout",    "sparse_init",  "initializer_range", "inverted_dropout", "dropout_masks_gradient"};
 
 std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, SparseInit& sparse_init) {
   const Mapping probe(v, "a mapping with 'name: gpt' or 'name: mlp'");

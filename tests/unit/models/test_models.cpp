@@ -512,9 +512,11 @@ TEST(MlpDropout, GradientThroughDroppedUnitsOnlyWhenUnmasked) {
       for (double v : logit) total += std::exp(v - largest);
       for (int64_t c = 0; c < 5; ++c) {
         const double prob = std::exp(logit[static_cast<std::size_t>(c)] - largest) / total;
-        dlogit[static_cast<std::size_t>(c)] = (prob - (batch.targets[static_cast<std::size_t>(r)] == c ? 1.0 : 0.0)) / 7.0;
+        dlogit[static_cast<std::size_t>(c)] =
+            (prob - (batch.targets[static_cast<std::size_t>(r)] == c ? 1.0 : 0.0)) / 7.0;
         for (int64_t j = 0; j < 11; ++j)
-          want_w1[static_cast<std::size_t>(c * 11 + j)] += dlogit[static_cast<std::size_t>(c)] * kept[static_cast<std::size_t>(j)];
+          want_w1[static_cast<std::size_t>(c * 11 + j)] +=
+              dlogit[static_cast<std::size_t>(c)] * kept[static_cast<std::size_t>(j)];
       }
       for (int64_t j = 0; j < 11; ++j) {
         if (z[static_cast<std::size_t>(j)] <= 0.0) continue;
