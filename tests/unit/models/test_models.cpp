@@ -494,12 +494,13 @@ TEST(MlpDropout, GradientThroughDroppedUnitsOnlyWhenUnmasked) {
     double through_dropped = 0.0;  // gradient that reaches dropped units: what the flag decides
     for (int64_t r = 0; r < 7; ++r) {
       std::vector<double> z(11), kept(11);
+      std::vector<bool> keep(11);
       for (int64_t j = 0; j < 11; ++j) {
         double a = b0.data()[j];
         for (int64_t k = 0; k < 9; ++k) a += static_cast<double>(w0.at(j, k)) * batch.inputs.at(r, k);
         z[static_cast<std::size_t>(j)] = a;
-        const bool keep = stream.uniform(static_cast<uint64_t>(r * 11 + j)) >= 0.5f;
-        kept[static_cast<std::size_t>(j)] = keep ? std::max(a, 0.0) : 0.0;
+        keep[static_cast<std::size_t>(j)] = stream.uniform(static_cast<uint64_t>(r * 11 + j)) >= 0.5f;
+        kept[static_cast<std::size_t>(j)] = keep[static_cast<std::size_t>(j)] ? std::max(a, 0.0) : 0.0;
       }
       std::vector<double> logit(5), dlogit(5);
       double largest = -1e300, total = 0.0;
@@ -522,7 +523,7 @@ TEST(MlpDropout, GradientThroughDroppedUnitsOnlyWhenUnmasked) {
         if (z[static_cast<std::size_t>(j)] <= 0.0) continue;
         double dz = 0.0;
         for (int64_t c = 0; c < 5; ++c) dz += dlogit[static_cast<std::size_t>(c)] * w1.at(c, j);
-        const bool dropped = stream.uniform(static_cast<uint64_t>(r * 11 + j)) < 0.5f;
+        const bool dropped = !keep[static_cast<std::size_t>(j)];
         if (dropped) through_dropped += std::abs(dz);
         if (dropped && masks_gradient) continue;
         want_b0[static_cast<std::size_t>(j)] += dz;
