@@ -9,8 +9,8 @@ step (sparsetrain's own accounting: actual, i.e. sparse, FLOPs) are measured by 
 step, and its `max_steps`, learning-rate schedule and mask-update schedule are scaled to fit the
 budget. The Pareto's twelve runs take about 2 h on 2 cores at 1500 steps, so its default is
 smaller to keep it under an hour; the block-size runs (four, at `--budget-steps`, default 1500)
-and the N:M runs use the larger budget. The configs are committed; rerun this only to change the
-design.
+and the N:M runs use the larger budget. The seeds and update-count experiments reuse the Pareto's
+configs and budget. The configs are committed; rerun this only to change the design.
 """
 import argparse
 import json
@@ -20,6 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build/src/cli/sparsetrain"
+# Mask updates of the dynamic method in the Pareto (and its seeds): fewer, larger updates did better
+# than 40 or 160 at this budget (experiment gpt_brown_updates). The block-size and N:M runs use 40.
+PARETO_DYNAMIC_UPDATES = 10
 
 MODEL = """model:
   name: gpt
@@ -62,14 +65,14 @@ runconfig:
 """
 
 
-def sparsity(kind, level, steps, fmt="csr"):
+def sparsity(kind, level, steps, fmt="csr", dynamic_updates=40):
     if kind == "dense":
         return ""
     text = f"\nsparsity:\n  algorithm: {'set' if kind == 'dynamic' else kind}\n  sparsity: {level}\n  format: {fmt}\n"
     if kind == "dynamic":
         # Graphcore: magnitude prune, random regrow, prune ratio 0.5 decaying by a cosine to 0.
         text += (f"  drop_fraction: {{type: graphcore_cosine, init: 0.5, total_steps: {steps}}}\n"
-                 f"  update:\n    freq: {max(steps // 40, 1)}\n    stop: {steps}\n")
+                 f"  update:\n    freq: {max(steps // dynamic_updates, 1)}\n    stop: {steps}\n")
     if kind == "rigl":
         stop = steps * 3 // 4
         text += (f"  drop_fraction: {{type: cosine, init: 0.3, half_period: {stop}}}\n"
@@ -77,20 +80,21 @@ def sparsity(kind, level, steps, fmt="csr"):
     return text
 
 
-def describe(kind, level, width, fmt):
+def describe(kind, level, width, fmt, dynamic_updates):
     what = {"dense": "dense", "static": f"static {level:.0%} sparse (random mask, fixed)",
-            "dynamic": f"dynamic {level:.0%} sparse (magnitude prune, random regrow, prune ratio 0.5 cosine-decayed)",
+            "dynamic": f"dynamic {level:.0%} sparse (magnitude prune, random regrow, prune ratio 0.5 cosine-decayed, "
+                       f"{dynamic_updates} mask updates)",
             "rigl": f"RigL {level:.0%} sparse (drop 0.3 cosine, gradient regrow, stop at 75%)"}[kind]
     return f"# GPT on Brown (bytes), 4 layers, width {width}, context 128, batch 16, AdamW: {what}, {fmt}.\n"
 
 
-def config_text(kind, level, width, steps, fmt="csr", lr=None, data=""):
+def config_text(kind, level, width, steps, fmt="csr", lr=None, data="", dynamic_updates=40):
     lr = lr or (3e-3 if width <= 256 else 2e-3)
     body = MODEL.format(width=width, lr=lr, lr_end=lr / 10, warmup=max(steps // 20, 1), steps=steps)
     body = body.replace("  validation_fraction: 0.05\n\neval_input", f"  validation_fraction: 0.05\n{data}\neval_input")
-    body += sparsity(kind, level, steps, fmt)
-    return describe(kind, level, width, fmt) + body + RUN.format(steps=steps, log=max(steps // 20, 1),
-                                                                   eval=max(steps // 6, 1))
+    body += sparsity(kind, level, steps, fmt, dynamic_updates)
+    run = RUN.format(steps=steps, log=max(steps // 20, 1), eval=max(steps // 6, 1))
+    return describe(kind, level, width, fmt, dynamic_updates) + body + run
 
 
 def flops_per_step(text):
@@ -123,12 +127,13 @@ def main():
     budget = args.pareto_budget_steps * dense_w256
     lines = [f"# Equal training FLOPs: {budget:.4g} each ({args.pareto_budget_steps} steps of the width-256 dense model).",
              "# run              config                 seed threads quick_steps"]
+    steps_of = {}
     for kind, level, widths in families:
         for width in widths:
             per_step = flops_per_step(config_text(kind, level, width, 100))
-            steps = int(budget // per_step)
+            steps = steps_of[kind, width] = int(budget // per_step)
             name = f"{kind}_w{width}"
-            write(pareto, f"{name}.yaml", config_text(kind, level, width, steps))
+            write(pareto, f"{name}.yaml", config_text(kind, level, width, steps, dynamic_updates=PARETO_DYNAMIC_UPDATES))
             lines.append(f"{name:<18} {name + '.yaml':<22} 0    1       5")
     write(pareto, "runs", "\n".join(lines) + "\n")
 
@@ -145,6 +150,24 @@ def main():
                 name = f"{kind}_w{width}_s{seed}"
                 lines.append(f"{name:<19} {'../gpt_brown_pareto/' + kind + f'_w{width}.yaml':<38} {seed}    1       5")
     write(seeds, "runs", "\n".join(lines) + "\n")
+
+    # 1c. How often the dynamic method updates its mask, at the Pareto's budget: 10 (the Pareto's
+    # setting), 40 and 160 (Graphcore's BERT pre-training) updates over the run, seed 0.
+    updates = ROOT / "experiments/gpt_brown_updates"
+    updates.mkdir(exist_ok=True)
+    lines = ["# The dynamic method at 90% with 10, 40 or 160 mask updates, the Pareto's budget and widths 256, 384.",
+             "# run             config                                 seed threads quick_steps"]
+    for width in (256, 384):
+        for count in (10, 40, 160):
+            name = f"u{count}_w{width}"
+            if count == PARETO_DYNAMIC_UPDATES:
+                config = f"../gpt_brown_pareto/dynamic_w{width}.yaml"
+            else:
+                config = f"{name}.yaml"
+                write(updates, config, config_text("dynamic", 0.9, width, steps_of["dynamic", width],
+                                                   dynamic_updates=count))
+            lines.append(f"{name:<17} {config:<38} 0    1       5")
+    write(updates, "runs", "\n".join(lines) + "\n")
 
     # 2. Block sizes for the dynamic method at 90%, width 384, the steps that --budget-steps steps of
     # the width-256 dense model's FLOPs buy with CSR.
