@@ -114,8 +114,8 @@ def main():
         d = 2 if classifier else 4
         rows.append([
             group, run_configs(runs), ", ".join(seeds), f"{m:.{d}f} ± {sd:.{d}f}",
-            " / ".join(f"{v:.{d}f}" for v in finals), f"{b:.{d}f}", f"{pub[0]:.{d}f}" if pub else "–", si(sum(flops) / len(flops)),
-            si(sum(dense_flops) / len(dense_flops)), f"{sum(ms) / len(ms):.1f}",
+            " / ".join(f"{v:.{d}f}" for v in finals), f"{b:.{d}f}", f"{pub[0]:.{d}f}" if pub else "–",
+            si(sum(flops) / len(flops)), si(sum(dense_flops) / len(dense_flops)), f"{sum(ms) / len(ms):.1f}",
             f"{sum(walls) / len(walls):.0f}" if walls else "–",
         ])
     what = "test accuracy %" if classifier else "validation loss"

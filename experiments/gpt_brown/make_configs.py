@@ -133,7 +133,8 @@ def main():
             per_step = flops_per_step(config_text(kind, level, width, 100))
             steps = steps_of[kind, width] = int(budget // per_step)
             name = f"{kind}_w{width}"
-            write(pareto, f"{name}.yaml", config_text(kind, level, width, steps, dynamic_updates=PARETO_DYNAMIC_UPDATES))
+            text = config_text(kind, level, width, steps, dynamic_updates=PARETO_DYNAMIC_UPDATES)
+            write(pareto, f"{name}.yaml", text)
             lines.append(f"{name:<18} {name + '.yaml':<22} 0    1       5")
     write(pareto, "runs", "\n".join(lines) + "\n")
 
