@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Writes the GPT-on-Brown experiment configs and `runs` lists (experiments/gpt_brown_*/).
 
-    experiments/gpt_brown/make_configs.py [--pareto-budget-steps N] [--budget-steps N]
+    experiments/gpt_brown/make_configs.py [--budget-steps N]
 
-Every run of the Pareto experiment gets the same training-FLOP budget: the FLOPs of
-`--pareto-budget-steps` (default 500) steps of the widest dense model. Each config's FLOPs per
-step (sparsetrain's own accounting: actual, i.e. sparse, FLOPs) are measured by training it one
-step, and its `max_steps`, learning-rate schedule and mask-update schedule are scaled to fit the
-budget. The Pareto's twelve runs take about 2 h on 2 cores at 1500 steps, so its default is
-smaller to keep it under an hour; the block-size runs (four, at `--budget-steps`, default 1500)
-and the N:M runs use the larger budget. The seeds and update-count experiments reuse the Pareto's
-configs and budget. The configs are committed; rerun this only to change the design.
+Every run of a Pareto experiment gets the same training-FLOP budget: the FLOPs of a number of
+steps of the widest dense model, 500 for `gpt_brown_pareto` (under an hour with `run.sh --jobs 2`)
+and 1500 for `gpt_brown_pareto_1500` (about 2 h). Each config's FLOPs per step (sparsetrain's own
+accounting: actual, i.e. sparse, FLOPs) are measured by training it one step, and its
+`max_steps`, learning-rate schedule and mask-update schedule are scaled to fit the budget. The
+block-size runs (four, at `--budget-steps`, default 1500) and the N:M runs use the larger budget.
+The seeds and update-count experiments reuse the smaller Pareto's configs and budget. The configs
+are committed; rerun this only to change the design.
 """
 import argparse
 import json
@@ -23,6 +23,8 @@ BIN = ROOT / "build/src/cli/sparsetrain"
 # Mask updates of the dynamic method in the Pareto (and its seeds): fewer, larger updates did better
 # than 40 or 160 at this budget (experiment gpt_brown_updates). The block-size and N:M runs use 40.
 PARETO_DYNAMIC_UPDATES = 10
+# The two Pareto budgets, in steps of the width-256 dense model.
+PARETO_BUDGET_STEPS = (500, 1500)
 
 MODEL = """model:
   name: gpt
@@ -111,32 +113,41 @@ def write(folder, name, text):
     (folder / name).write_text(text)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--pareto-budget-steps", type=int, default=500)
-    parser.add_argument("--budget-steps", type=int, default=1500)
-    args = parser.parse_args()
+def pareto(experiment, budget_steps, dense_w256, per_step):
+    """Writes one Pareto experiment; returns the steps of each (kind, width).
 
-    # 1. Pareto at equal training FLOPs.
-    pareto = ROOT / "experiments/gpt_brown_pareto"
-    pareto.mkdir(exist_ok=True)
+    per_step caches each config's measured FLOPs per step across budgets."""
+    folder = ROOT / "experiments" / experiment
+    folder.mkdir(exist_ok=True)
     # The sparse runs take about twice as long as the dense ones: listed first, they leave the short
     # runs to fill the last slots of `run.sh --jobs 2`.
     families = [(k, 0.9, [256, 384, 512]) for k in ("static", "dynamic", "rigl")] + [("dense", 0.0, [128, 192, 256])]
-    dense_w256 = flops_per_step(config_text("dense", 0.0, 256, 100))
-    budget = args.pareto_budget_steps * dense_w256
-    lines = [f"# Equal training FLOPs: {budget:.4g} each ({args.pareto_budget_steps} steps of the width-256 dense model).",
+    budget = budget_steps * dense_w256
+    lines = [f"# Equal training FLOPs: {budget:.4g} each ({budget_steps} steps of the width-256 dense model).",
              "# run              config                 seed threads quick_steps"]
     steps_of = {}
     for kind, level, widths in families:
         for width in widths:
-            per_step = flops_per_step(config_text(kind, level, width, 100))
-            steps = steps_of[kind, width] = int(budget // per_step)
+            if (kind, width) not in per_step:
+                per_step[kind, width] = flops_per_step(config_text(kind, level, width, 100))
+            steps = steps_of[kind, width] = int(budget // per_step[kind, width])
             name = f"{kind}_w{width}"
-            text = config_text(kind, level, width, steps, dynamic_updates=PARETO_DYNAMIC_UPDATES)
-            write(pareto, f"{name}.yaml", text)
+            write(folder, f"{name}.yaml", config_text(kind, level, width, steps, dynamic_updates=PARETO_DYNAMIC_UPDATES))
             lines.append(f"{name:<18} {name + '.yaml':<22} 0    1       5")
-    write(pareto, "runs", "\n".join(lines) + "\n")
+    write(folder, "runs", "\n".join(lines) + "\n")
+    return steps_of
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--budget-steps", type=int, default=1500)
+    args = parser.parse_args()
+
+    # 1. Pareto at equal training FLOPs, at two budgets.
+    dense_w256 = flops_per_step(config_text("dense", 0.0, 256, 100))
+    per_step = {}
+    steps_of = pareto("gpt_brown_pareto", PARETO_BUDGET_STEPS[0], dense_w256, per_step)
+    pareto(f"gpt_brown_pareto_{PARETO_BUDGET_STEPS[1]}", PARETO_BUDGET_STEPS[1], dense_w256, per_step)
 
     # 1b. Three seeds of static against dynamic at the two widths where sparse models beat the best
     # dense one: whether their one-seed differences above are a real effect. The configs are the
@@ -174,7 +185,7 @@ def main():
     # the width-256 dense model's FLOPs buy with CSR.
     blocks = ROOT / "experiments/gpt_brown_blocks"
     blocks.mkdir(exist_ok=True)
-    steps = int(args.budget_steps * dense_w256 // flops_per_step(config_text("dynamic", 0.9, 384, 100)))
+    steps = int(args.budget_steps * dense_w256 // per_step["dynamic", 384])
     lines = ["# Dynamic sparsity at 90%, width 384: block size 1 (CSR), 4, 8, 16 (BCSR), the same steps.",
              "# run        config          seed threads quick_steps"]
     for fmt, tag in (("csr", "b1"), ("bcsr4", "b4"), ("bcsr8", "b8"), ("bcsr16", "b16")):
