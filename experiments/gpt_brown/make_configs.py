@@ -5,7 +5,7 @@
 
 Every run of a Pareto experiment gets the same training-FLOP budget: the FLOPs of a number of
 steps of the widest dense model, 500 for `gpt_brown_pareto` (under an hour with `run.sh --jobs 2`)
-and 1500 for `gpt_brown_pareto_1500` (about 2 h). Each config's FLOPs per step (sparsetrain's own
+and 1500 for `gpt_brown_pareto_1500` (about 2.5 h). Each config's FLOPs per step (sparsetrain's own
 accounting: actual, i.e. sparse, FLOPs) are measured by training it one step, and its
 `max_steps`, learning-rate schedule and mask-update schedule are scaled to fit the budget. The
 block-size runs (four, at `--budget-steps`, default 1500) and the N:M runs use the larger budget.
