@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Runs the experiments of docs/results.md: every one, or those named. Each experiment is a folder
+# Runs the experiments of docs/results.md: the suite, or those named. Each experiment is a folder
 # here with its configs and a `runs` list; each run trains with `sparsetrain train_and_eval` into
-# runs/experiments/<experiment>/<run>. A finished run is skipped and an interrupted one resumes
-# from its newest checkpoint, so running this again completes the set. Then it writes the
-# experiment's tables (experiments/summarize.py) and figures (`sparsetrain plot`: loss against
-# step and FLOPs, sparsity per layer, masks) into runs/experiments/<experiment>/report/.
+# runs/experiments/<experiment>/<run>. The suite is every experiment except those in extended/,
+# which take longer than an hour: they run when named (extended/<experiment>) or with --quick.
+# A finished run is skipped and an interrupted one resumes from its newest checkpoint, so running
+# this again completes the set. Then it writes the experiment's tables (experiments/summarize.py)
+# and figures (`sparsetrain plot`: loss against step and FLOPs, sparsity per layer, masks) into
+# runs/experiments/<experiment>/report/.
 #
 #   experiments/run.sh [--quick] [--jobs N] [EXPERIMENT...]
 #
-#   --quick   every run stops after its `quick_steps` (minutes for the whole suite) into
+#   --quick   every run stops after its `quick_steps` (minutes for every experiment) into
 #             runs/experiments-quick/: a smoke test of the configs and the pipeline; its
 #             accuracies mean nothing.
 #   --jobs N  runs N trainings at once (default 1); each uses the threads its `runs` line names.
@@ -26,14 +28,19 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "experiments/run.sh: unknown option '$1' (--quick, --jobs N)" >&2; exit 2 ;;
     *) names+=("$1") ;;
   esac
   shift
 done
 if [ ${#names[@]} -eq 0 ]; then
-  for f in experiments/*/runs; do names+=("$(basename "$(dirname "$f")")"); done
+  suite=(experiments/*/runs)
+  [ "$quick" -eq 1 ] && suite+=(experiments/extended/*/runs)
+  for f in "${suite[@]}"; do
+    f=${f#experiments/}
+    names+=("${f%/runs}")
+  done
 fi
 for name in "${names[@]}"; do
   [ -f "experiments/$name/runs" ] || {

@@ -5,12 +5,12 @@
 
 Every run of a Pareto experiment gets the same training-FLOP budget: the FLOPs of a number of
 steps of the widest dense model, 500 for `gpt_brown_pareto` (under an hour with `run.sh --jobs 2`)
-and 1500 for `gpt_brown_pareto_1500` (about 2.5 h). Each config's FLOPs per step (sparsetrain's own
-accounting: actual, i.e. sparse, FLOPs) are measured by training it one step, and its
-`max_steps`, learning-rate schedule and mask-update schedule are scaled to fit the budget. The
-block-size runs (four, at `--budget-steps`, default 1500) and the N:M runs use the larger budget.
-The seeds and update-count experiments reuse the smaller Pareto's configs and budget. The configs
-are committed; rerun this only to change the design.
+and 1500 for `extended/gpt_brown_pareto_1500` (about 2.5 h, so outside the suite). Each config's
+FLOPs per step (sparsetrain's own accounting: actual, i.e. sparse, FLOPs) are measured by
+training it one step, and its `max_steps`, learning-rate schedule and mask-update schedule are
+scaled to fit the budget. The block-size runs (four, at `--budget-steps`, default 1500) and the
+N:M runs use the larger budget. The seeds and update-count experiments reuse the smaller Pareto's
+configs and budget. The configs are committed; rerun this only to change the design.
 """
 import argparse
 import json
@@ -118,7 +118,7 @@ def pareto(experiment, budget_steps, dense_w256, per_step):
 
     per_step caches each config's measured FLOPs per step across budgets."""
     folder = ROOT / "experiments" / experiment
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     # The sparse runs take about twice as long as the dense ones: listed first, they leave the short
     # runs to fill the last slots of `run.sh --jobs 2`.
     families = [(k, 0.9, [256, 384, 512]) for k in ("static", "dynamic", "rigl")] + [("dense", 0.0, [128, 192, 256])]
@@ -147,7 +147,7 @@ def main():
     dense_w256 = flops_per_step(config_text("dense", 0.0, 256, 100))
     per_step = {}
     steps_of = pareto("gpt_brown_pareto", PARETO_BUDGET_STEPS[0], dense_w256, per_step)
-    pareto(f"gpt_brown_pareto_{PARETO_BUDGET_STEPS[1]}", PARETO_BUDGET_STEPS[1], dense_w256, per_step)
+    pareto(f"extended/gpt_brown_pareto_{PARETO_BUDGET_STEPS[1]}", PARETO_BUDGET_STEPS[1], dense_w256, per_step)
 
     # 1b. Three seeds of static against dynamic at the two widths where sparse models beat the best
     # dense one: whether their one-seed differences above are a real effect. The configs are the
