@@ -132,7 +132,8 @@ def pareto(experiment, budget_steps, dense_w256, per_step):
                 per_step[kind, width] = flops_per_step(config_text(kind, level, width, 100))
             steps = steps_of[kind, width] = int(budget // per_step[kind, width])
             name = f"{kind}_w{width}"
-            write(folder, f"{name}.yaml", config_text(kind, level, width, steps, dynamic_updates=PARETO_DYNAMIC_UPDATES))
+            text = config_text(kind, level, width, steps, dynamic_updates=PARETO_DYNAMIC_UPDATES)
+            write(folder, f"{name}.yaml", text)
             lines.append(f"{name:<18} {name + '.yaml':<22} 0    1       5")
     write(folder, "runs", "\n".join(lines) + "\n")
     return steps_of
