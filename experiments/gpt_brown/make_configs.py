@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the GPT-on-Brown experiment configs and `runs` lists (experiments/gpt_brown_*/).
+"""Writes the GPT-on-Brown experiment configs and `runs` lists (experiments/gpt_brown_*/ and
+experiments/extended/gpt_brown_*/).
 
     experiments/gpt_brown/make_configs.py [--budget-steps N]
 
