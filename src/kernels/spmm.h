@@ -14,6 +14,11 @@
 // ordered by column group instead (NmTransposedView) and runs nm_bwd_data. The weight pass writes one
 // value per stored entry (padding included, which stays zero because packed padding is zero).
 //
+// Token-major outputs (Y, dX) of kStreamOutputBytes and more are written with non-temporal
+// stores: they leave the caches before the next operation reads them, and a line written without
+// one is first filled from memory (read for ownership), a burst of misses that stalls the
+// gathers behind it. Smaller outputs stay in the caches for their reader.
+//
 // Threading: the drivers split work across the OpenMP pool. The forward pass splits token tiles
 // when there are at least two per thread and otherwise block-rows balanced by nonzeros; the weight
 // pass always splits block-rows by nonzeros, so no two threads write the same value.
@@ -24,6 +29,8 @@
 #include "kernels/sparse_view.h"
 
 namespace sparsetrain {
+
+inline constexpr int64_t kStreamOutputBytes = int64_t{4} << 20;
 
 struct Range {
   int64_t begin = 0;

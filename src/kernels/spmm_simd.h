@@ -56,7 +56,8 @@ inline void sddmm(const BlockSparseView& w, const PackedTokens& dy, const Packed
 
 }  // namespace sparsetrain::SPARSETRAIN_SIMD_NS
 
-// The entry points of spmm.h for this ISA.
+// The entry points of spmm.h for this ISA. Those that write a token-major output fence after
+// the kernel, so its streamed lines (store_line) are visible when the threads join.
 namespace sparsetrain::SPARSETRAIN_ISA_NS {
 void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums) {
   SPARSETRAIN_SIMD_NS::pack_rows(rows, dst, tile, t0, sums);
@@ -64,10 +65,12 @@ void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, fl
 void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
               Range block_rows) {
   SPARSETRAIN_SIMD_NS::spmm_fwd(w, x, bias, y, tiles, block_rows);
+  SPARSETRAIN_SIMD_NS::Simd::stream_fence();
 }
 void csr_backward(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dwt,
                   Range rows) {
   SPARSETRAIN_SIMD_NS::csr_backward(wt, dy, x, dx, dwt, rows);
+  SPARSETRAIN_SIMD_NS::Simd::stream_fence();
 }
 void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
            Range block_rows) {
@@ -75,6 +78,7 @@ void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens&
 }
 void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
   SPARSETRAIN_SIMD_NS::nm_fwd(w, x, bias, y, tiles, rows);
+  SPARSETRAIN_SIMD_NS::Simd::stream_fence();
 }
 void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
               Range rows) {
@@ -82,5 +86,6 @@ void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, fl
 }
 void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
   SPARSETRAIN_SIMD_NS::nm_bwd_data(wt, dy, dx, tiles, groups);
+  SPARSETRAIN_SIMD_NS::Simd::stream_fence();
 }
 }  // namespace sparsetrain::SPARSETRAIN_ISA_NS

@@ -58,13 +58,14 @@ inline void store_pending_slice(PendingRows& p, const float* bias, MatrixView y)
   const int tb = p.next;
   const int n = std::min(W, p.valid - tb);
   p.next += W;
+  const bool stream = streams(y);
   int i0 = 0;
   for (; i0 + W <= p.rows; i0 += W) {
     V v[W];
     for (int i = 0; i < W; ++i) v[i] = Simd::load(p.stage + (i0 + i) * kTokenTile + tb);
     Simd::transpose(v);
     const V b = bias != nullptr ? Simd::loadu(bias + p.r0 + i0) : Simd::zero();
-    for (int j = 0; j < n; ++j) Simd::storeu(y.row(p.t0 + tb + j) + p.r0 + i0, Simd::add(v[j], b));
+    for (int j = 0; j < n; ++j) store_line(y.row(p.t0 + tb + j) + p.r0 + i0, Simd::add(v[j], b), stream);
   }
   for (int t = tb; t < tb + n && i0 < p.rows; ++t) {
     float* dst = y.row(p.t0 + t) + p.r0;

@@ -12,6 +12,17 @@ constexpr int NV = kTokenTile / W;  // vectors per token tile
 constexpr int kStageRows = 16;      // rows staged before the transposed store
 constexpr int64_t kL2Budget = 1024 * 1024;
 
+// Whether y's lines are streamed (kernels/spmm.h); the entry points fence after the kernel.
+inline bool streams(MatrixView y) { return y.rows * y.ld * static_cast<int64_t>(sizeof(float)) >= kStreamOutputBytes; }
+
+// One output vector: streamed when asked and dst is vector-aligned.
+inline void store_line(float* dst, V v, bool stream) {
+  if (stream && reinterpret_cast<uintptr_t>(dst) % sizeof(V) == 0)
+    Simd::stream(dst, v);
+  else
+    Simd::storeu(dst, v);
+}
+
 inline int tile_tokens(const PackedTokens& p, int64_t tile) {
   return static_cast<int>(std::min<int64_t>(kTokenTile, p.tokens - tile * kTokenTile));
 }
@@ -20,6 +31,7 @@ inline int tile_tokens(const PackedTokens& p, int64_t tile) {
 // through W x W register transposes and leave as one vector store per token.
 inline void store_transposed(const float* stage, int nrows, int64_t r0, int valid, const float* bias,
                              MatrixView y, int64_t t0) {
+  const bool stream = streams(y);
   int i0 = 0;
   for (; i0 + W <= nrows; i0 += W) {
     const V b = bias != nullptr ? Simd::loadu(bias + r0 + i0) : Simd::zero();
@@ -28,7 +40,7 @@ inline void store_transposed(const float* stage, int nrows, int64_t r0, int vali
       for (int i = 0; i < W; ++i) v[i] = Simd::load(stage + (i0 + i) * kTokenTile + tb);
       Simd::transpose(v);
       const int n = std::min(W, valid - tb);
-      for (int j = 0; j < n; ++j) Simd::storeu(y.row(t0 + tb + j) + r0 + i0, Simd::add(v[j], b));
+      for (int j = 0; j < n; ++j) store_line(y.row(t0 + tb + j) + r0 + i0, Simd::add(v[j], b), stream);
     }
   }
   if (i0 == nrows) return;

@@ -21,6 +21,8 @@ struct Simd {
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V loadu(const float* p) { return _mm256_loadu_ps(p); }
   static void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
+  static void stream_fence() { _mm_sfence(); }
   // In-register 8 x 8 transpose: r[i] lane j <-> r[j] lane i.
   static void transpose(V* r) {
     V t[8], u[8];
