@@ -204,8 +204,9 @@ std::vector<Case> cases() {
   all.push_back({"csr", 1600, 24, 70, 0.9, false});
   all.push_back({"csr", 1100, 24, 130, 0.9, true});  // sliced W^T over a tile pair and the odd tile
   all.push_back({"2:4", 1600, 24, 70, 0.0, false});
-  // Outputs of kStreamOutputBytes and more, Y then dX, leave through non-temporal stores. 1036
-  // outputs per token put every fourth row on a vector boundary: streamed and plain stores mix.
+  // Outputs of kStreamOutputBytes and more, Y then dX, leave through non-temporal stores. Rows
+  // of 1036 floats start on a vector boundary only every fourth (AVX-512) or second (AVX2) token,
+  // so streamed and plain stores mix.
   const int64_t wide = 1036, narrow = 24, tokens = kStreamOutputBytes / (wide * 4) + 1;
   for (std::string f : {"csr", "bcsr16", "2:4"}) {
     const double s = f == "2:4" ? 0.0 : 0.9;
