@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,15 +21,10 @@
 namespace sparsetrain {
 namespace {
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using layer_testing::kNaN;
 
 // Nonzero values, magnitude in [0.5, 1.5), random sign.
-void fill_nonzero(Matrix& m, const Philox& rng) {
-  for (int64_t i = 0; i < m.size(); ++i) {
-    float u = rng.uniform(i);
-    m.data()[i] = (u < 0.5f ? -1.0f : 1.0f) * (0.5f + 2.0f * std::fabs(u - 0.5f));
-  }
-}
+void fill_nonzero(Matrix& m, const Philox& rng) { layer_testing::fill_nonzero(m.data(), m.size(), rng); }
 
 // A float32 result against a float64 sum of `terms` products whose absolute values add to abs_sum.
 void expect_close(double got, double want, double abs_sum, int64_t terms, const std::string& where) {
