@@ -52,25 +52,12 @@ struct PendingRows {
   int next = 0;  // first token not yet written
 };
 
-// Writes the next W tokens of p: whole groups of W rows through register transposes.
+// Writes the next W tokens of p: store_transposed on the slice of the stage that holds them.
 inline void store_pending_slice(PendingRows& p, const float* bias, MatrixView y) {
   if (p.next >= p.valid) return;
   const int tb = p.next;
-  const int n = std::min(W, p.valid - tb);
   p.next += W;
-  const bool stream = streams(y);
-  int i0 = 0;
-  for (; i0 + W <= p.rows; i0 += W) {
-    V v[W];
-    for (int i = 0; i < W; ++i) v[i] = Simd::load(p.stage + (i0 + i) * kTokenTile + tb);
-    Simd::transpose(v);
-    const V b = bias != nullptr ? Simd::loadu(bias + p.r0 + i0) : Simd::zero();
-    for (int j = 0; j < n; ++j) store_line(y.row(p.t0 + tb + j) + p.r0 + i0, Simd::add(v[j], b), stream);
-  }
-  for (int t = tb; t < tb + n && i0 < p.rows; ++t) {
-    float* dst = y.row(p.t0 + t) + p.r0;
-    for (int i = i0; i < p.rows; ++i) dst[i] = p.stage[i * kTokenTile + t] + (bias != nullptr ? bias[p.r0 + i] : 0.0f);
-  }
+  store_transposed(p.stage + tb, p.rows, p.r0, std::min(W, p.valid - tb), bias, y, p.t0 + tb);
 }
 
 template <int B>
