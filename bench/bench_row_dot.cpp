@@ -1,15 +1,16 @@
 // The CSR forward's inner loop alone: the AVX-512 row_dot on one thread, one 64-token tile of
-// `features` inputs in the packed layout, rows of a random 90%-sparse CSR weight with ascending
-// columns, outputs cycled through a 16-row stage as the kernel does. Nothing else of the kernel
+// `features` inputs in the packed layout, rows of a random 90%-sparse CSR weight (the format's own
+// structure), outputs cycled through a 16-row stage as the kernel does. Nothing else of the kernel
 // runs (no transposed stores, no tile loop, no second thread), so the time per entry here against
 // the spmm_fwd figure per thread splits the CSR forward's cost into its gathers and the rest
 // (docs/kernels.md). Compiled with the AVX-512 flags; skipped where that ISA is not usable.
 #include <algorithm>
-#include <vector>
 
 #include "bench_common.h"
 #include "core/aligned_buffer.h"
 #include "core/isa.h"
+#include "formats/block_sparse.h"
+#include "formats/random_mask.h"
 #include "kernels/spmm.h"
 
 // The vector type first, then the kernel bodies written against it, as in kernels/spmm_avx512.cpp.
@@ -22,23 +23,7 @@ namespace sparsetrain::bench {
 namespace {
 
 constexpr int64_t kRows = 2048;
-constexpr float kDensity = 0.1f;
-
-struct CsrRows {
-  std::vector<int32_t> row_ptr{0}, col;
-  std::vector<float> values;
-  CsrRows(int64_t rows, int64_t features) {
-    const Philox keep(0, "row_dot keep"), value(0, "row_dot value");
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t k = 0; k < features; ++k)
-        if (keep.uniform(static_cast<uint64_t>(r * features + k)) < kDensity) {
-          col.push_back(static_cast<int32_t>(k));
-          values.push_back(value.uniform(col.size()) * 2.0f - 1.0f);
-        }
-      row_ptr.push_back(static_cast<int32_t>(col.size()));
-    }
-  }
-};
+constexpr double kSparsity = 0.9;
 
 void row_dot_gathers(benchmark::State& state) {
   if (!isa_usable(CpuIsa::Avx512)) {
@@ -46,7 +31,10 @@ void row_dot_gathers(benchmark::State& state) {
     return;
   }
   const int64_t features = state.range(0);
-  const CsrRows w(kRows, features);
+  BlockSparseMatrix weight(kRows, features, 1);
+  weight.assign(random_matrix(kRows, features, "w"),
+                random_mask(FormatSpec::csr(), kRows, features, kSparsity, Philox(0, "mask")));
+  const BlockSparseView w = weight.view();
   PackedTokens x;
   pack_tokens(random_matrix(kTokenTile, features, "x"), x);
   AlignedBuffer<float> stage;
@@ -56,11 +44,11 @@ void row_dot_gathers(benchmark::State& state) {
       const int32_t begin = w.row_ptr[r];
       float* out = stage.data() + (r % avx512_detail::kStageRows) * kTokenTile;
       avx512_detail::row_dot(
-          x.tile(0), w.values.data() + begin, w.row_ptr[r + 1] - begin,
-          [col = w.col.data() + begin](int64_t k) { return col[k]; }, out);
+          x.tile(0), w.values + begin, w.row_ptr[r + 1] - begin, [col = w.col + begin](int64_t k) { return col[k]; },
+          out);
       benchmark::ClobberMemory();
     }
-  const auto entries = static_cast<double>(w.col.size());
+  const auto entries = static_cast<double>(w.blocks());
   state.counters["panel_KB"] = static_cast<double>(features * kTokenTile * sizeof(float)) / 1024.0;
   state.counters["s/entry"] =
       benchmark::Counter(entries, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
