@@ -5,7 +5,9 @@
 //   forward          Y = X W^T   'N','T' on W [N x K]   vs  'N','N' on W^T [K x N]
 //   weight gradient  dW = dY^T X 'T','N' into [N x K]   vs  dW^T = X^T dY 'T','N' into [K x N]
 //
-// Same FLOPs either way; docs/benchmarks.md records the rates ("The dense path's own headroom").
+// and the dense path's own calls (dense_linear_fwd, dense_linear_bwd_weights), which pick a form
+// by shape and pay for the transposed copies. Same FLOPs throughout; docs/benchmarks.md records
+// the rates ("The dense path's own headroom").
 #include <utility>
 
 #include "bench_common.h"
@@ -16,7 +18,14 @@ namespace {
 
 constexpr int64_t kGptTokens = 2048;
 
-enum Layout : int64_t { kForwardNT, kForwardNN, kWeightGradTN, kWeightGradTransposedTN };
+enum Layout : int64_t {
+  kForwardNT,
+  kForwardNN,
+  kWeightGradTN,
+  kWeightGradTransposedTN,
+  kEngineForward,
+  kEngineWeightGrad
+};
 
 void dense_layouts(benchmark::State& state) {
   const int64_t k = state.range(0), n = state.range(1), t = kGptTokens;
@@ -31,17 +40,19 @@ void dense_layouts(benchmark::State& state) {
       case kWeightGradTransposedTN:
         gemm(true, false, k, n, t, 1.0f, x.data(), k, dy.data(), n, 0.0f, dwt.data(), n);
         break;
+      case kEngineForward: dense_linear_fwd(x, w, nullptr, y); break;
+      case kEngineWeightGrad: dense_linear_bwd_weights(dy, x, dw, nullptr); break;
     }
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * static_cast<double>(t * n * k) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  constexpr const char* kNames[] = {"fwd X.W^T (N,T)", "fwd X.(W^T copy) (N,N)", "dW = dY^T.X (T,N)",
-                                    "dW^T = X^T.dY (T,N)"};
+  constexpr const char* kNames[] = {"fwd X.W^T (N,T)",     "fwd X.(W^T copy) (N,N)", "dW = dY^T.X (T,N)",
+                                    "dW^T = X^T.dY (T,N)", "dense_linear_fwd",       "dense_linear_bwd_weights"};
   state.SetLabel(kNames[layout]);
 }
 
 void gpt_shapes(benchmark::internal::Benchmark* b) {
   for (auto [k, n] : {std::pair<int64_t, int64_t>{512, 1536}, {512, 512}, {512, 2048}, {2048, 512}, {512, 8192}})
-    for (int64_t layout = kForwardNT; layout <= kWeightGradTransposedTN; ++layout) b->Args({k, n, layout});
+    for (int64_t layout = kForwardNT; layout <= kEngineWeightGrad; ++layout) b->Args({k, n, layout});
   b->ArgNames({"in", "out", "layout"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 

@@ -80,8 +80,16 @@ TEST_P(DenseLinear, ThreePassesMatchFloat64) {
   for (int64_t j = 0; j < out; ++j) ASSERT_NEAR(db_acc[j], 2.0f * db[j], 1e-5f * (1 + std::fabs(db[j])));
 }
 
+// From the fifth on, enough tokens for the transposed forms (dense_gemm.h): narrowing and square
+// layers take the forward on a transposed copy of W; layers widening kTransposedGradWidening times
+// take the transposed weight gradient, the last over more outputs than one chunk.
 INSTANTIATE_TEST_SUITE_P(Shapes, DenseLinear,
-                         ::testing::Values(Shape{1, 37, 53}, Shape{67, 53, 37}, Shape{130, 96, 80}, Shape{64, 16, 16}));
+                         ::testing::Values(Shape{1, 37, 53}, Shape{67, 53, 37}, Shape{130, 96, 80}, Shape{64, 16, 16},
+                                           Shape{kTransposedForwardTokens + 45, 53, 37},
+                                           Shape{kTransposedForwardTokens, 40, 40},
+                                           Shape{kTransposedForwardTokens + 1, 37, 53},
+                                           Shape{kTransposedGradTokens + 3, 13, 53},
+                                           Shape{kTransposedGradTokens, 3, kTransposedGradChunk + 37}));
 
 TEST(DenseLinear, ShapeMismatchIsAnErrorNamingTheShapes) {
   Matrix x(4, 5), w(3, 6), y(4, 3);
