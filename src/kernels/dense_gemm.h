@@ -20,16 +20,17 @@ void dense_linear_bwd_weights(ConstMatrixView dy, ConstMatrixView x, MatrixView 
 // The forward of a layer that does not widen (K >= N), with T of at least this many tokens, runs
 // 'N','N' on a transposed copy of W made per call, which oneDNN runs faster than 'N','T' on W at
 // these shapes (bench dense_layouts: 2048 -> 512 at 327 vs 233 GFLOP/s, 512 -> 512 at 338 vs 278,
-// T = 2048); the copy is one pass over W, small beside the product at T in the hundreds.
-inline constexpr int64_t kTransposedForwardTokens = 256;
+// T = 2048). The copy costs ~1 ns per weight, about what the faster product saves at T = 256.
+inline constexpr int64_t kTransposedForwardTokens = 512;
 
 // The weight gradient of a layer that widens at least kTransposedGradWidening times (the GPT's
 // MLP input layer, its tied head [V x C]), with T of at least kTransposedGradTokens, is formed as
 // its transpose X^T dY, kTransposedGradChunk outputs at a time in a buffer of the calling thread,
 // and added transposed: oneDNN runs that product faster with the inputs as its short side (bench
 // dense_layouts, T = 2048: 512 -> 2048 at 331 vs 292 GFLOP/s, 512 -> 8192 at 337 vs 278; at
-// 512 -> 1536 the direct product is the faster, 350 vs 323).
-inline constexpr int64_t kTransposedGradTokens = 256;
+// 512 -> 1536 the direct product is the faster, 350 vs 323). The transposed add costs ~0.8 ns per
+// weight, about what the faster product saves at T = 700.
+inline constexpr int64_t kTransposedGradTokens = 1024;
 inline constexpr int64_t kTransposedGradWidening = 4;
 inline constexpr int64_t kTransposedGradChunk = 4096;
 
