@@ -2,6 +2,7 @@
 // baseline of every benchmark, and the dense weight gradient that RigL grows by.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -90,6 +91,41 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DenseLinear,
                                            Shape{kTransposedForwardTokens + 1, 37, 53},
                                            Shape{kTransposedGradTokens + 3, 13, 53},
                                            Shape{kTransposedGradTokens, 3, kTransposedGradChunk + 37}));
+
+// Row strides wider than the rows, on every operand, through each form (the direct ones at few
+// tokens, the transposed ones at many): the same values as contiguous operands, padding untouched.
+TEST(DenseLinear, StridedOperandsGiveTheContiguousResults) {
+  constexpr int64_t kPad = 3;
+  for (const Shape shape :
+       {Shape{67, 53, 37}, Shape{kTransposedForwardTokens + 7, 53, 37}, Shape{kTransposedGradTokens + 5, 13, 61}}) {
+    const auto [t, in, out] = shape;
+    const Matrix x = random_matrix(t, in, "x"), w = random_matrix(out, in, "w"), dy = random_matrix(t, out, "dy");
+    Matrix y(t, out), dw(out, in);
+    dense_linear_fwd(x, w, nullptr, y);
+    dense_linear_bwd_weights(dy, x, dw, nullptr);
+    // Wide copies: the same values in the first cols of each row, NaN after them.
+    auto wide = [&](const Matrix& m) {
+      Matrix copy(m.rows(), m.cols() + kPad, kNaN);
+      for (int64_t r = 0; r < m.rows(); ++r)
+        std::copy(m.data() + r * m.cols(), m.data() + (r + 1) * m.cols(), copy.data() + r * copy.cols());
+      return copy;
+    };
+    auto view = [&](Matrix& m, int64_t cols) { return MatrixView{m.data(), m.rows(), cols, m.cols()}; };
+    Matrix xw = wide(x), ww = wide(w), dyw = wide(dy), yw(t, out + kPad, kNaN), dww(out, in + kPad, kNaN);
+    dense_linear_fwd(view(xw, in), view(ww, in), nullptr, view(yw, out));
+    dense_linear_bwd_weights(view(dyw, out), view(xw, in), view(dww, in), nullptr);
+    auto expect_same = [&](const Matrix& want, const Matrix& got, const char* what) {
+      for (int64_t r = 0; r < want.rows(); ++r) {
+        for (int64_t c = 0; c < want.cols(); ++c)
+          ASSERT_NEAR(got.at(r, c), want.at(r, c), 1e-5f * (1.0f + std::fabs(want.at(r, c))))
+              << what << " T=" << t << " [" << r << "," << c << "]";
+        for (int64_t c = want.cols(); c < got.cols(); ++c) ASSERT_TRUE(std::isnan(got.at(r, c))) << what << " padding";
+      }
+    };
+    expect_same(y, yw, "Y");
+    expect_same(dw, dww, "dW");
+  }
+}
 
 TEST(DenseLinear, ShapeMismatchIsAnErrorNamingTheShapes) {
   Matrix x(4, 5), w(3, 6), y(4, 3);
