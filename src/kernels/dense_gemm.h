@@ -27,9 +27,10 @@ inline constexpr int64_t kTransposedForwardTokens = 512;
 // MLP input layer, its tied head [V x C]), with T of at least kTransposedGradTokens, is formed as
 // its transpose X^T dY, kTransposedGradChunk outputs at a time in a buffer of the calling thread,
 // and added transposed: oneDNN runs that product faster with the inputs as its short side (bench
-// dense_layouts, T = 2048: 512 -> 2048 at 331 vs 292 GFLOP/s, 512 -> 8192 at 337 vs 278; at
-// 512 -> 1536 the direct product is the faster, 350 vs 323). The transposed add costs ~0.8 ns per
-// weight, about what the faster product saves at T = 700.
+// dense_layouts, T = 2048: 512 -> 8192 at 337 vs 278 GFLOP/s; 512 -> 2048 at 331 vs 292 in one
+// run, even with the transposed add in another; at 512 -> 1536 the direct product is the faster,
+// 350 vs 323). The transposed add costs ~0.8 ns per weight, about what the faster product saves at
+// T = 700.
 inline constexpr int64_t kTransposedGradTokens = 1024;
 inline constexpr int64_t kTransposedGradWidening = 4;
 inline constexpr int64_t kTransposedGradChunk = 4096;
