@@ -256,7 +256,8 @@ Value Value::item(YAML::Node node, std::string path, const Source& source) {
 }
 
 void Value::fail(const std::string& message) const {
-  throw ConfigError(located(*source_, mark_, fmt::format("{}: {}", path_, message)));
+  // The document's root has no path: its messages start after the position.
+  throw ConfigError(located(*source_, mark_, path_.empty() ? message : fmt::format("{}: {}", path_, message)));
 }
 
 void Value::expected(const std::string& what) const { fail(fmt::format("expected {}, got {}", what, got())); }

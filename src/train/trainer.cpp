@@ -317,8 +317,11 @@ int run(Setup& s, const RunOptions& o) {
   };
 
   fmt::print("{}\n{}\n", model.describe(), s.data->describe());
-  fmt::print("training steps {} to {} on {} thread{}; model directory {}\n", start + 1, steps, num_threads(),
-             num_threads() == 1 ? "" : "s", dir);
+  if (start < steps)
+    fmt::print("training steps {} to {} on {} thread{}; model directory {}\n", start + 1, steps, num_threads(),
+               num_threads() == 1 ? "" : "s", dir);
+  else
+    fmt::print("nothing to do: the newest checkpoint is at step {} of {}\n", start, steps);
   std::fflush(stdout);
   ProgressBar bar(o.progress, steps);
   Batch batch;
@@ -394,7 +397,6 @@ int run(Setup& s, const RunOptions& o) {
       return 128 + signals.received();
     }
   }
-  if (start >= steps) fmt::print("nothing to do: the newest checkpoint is at step {} of {}\n", start, steps);
   fmt::print("checkpoint: {}\nmetrics: {}\n", checkpoint_model_path(dir, std::max(start, steps)),
              (fs::path(dir) / "metrics.jsonl").string());
   return 0;

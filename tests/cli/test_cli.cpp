@@ -486,6 +486,16 @@ TEST(CliTrain, StopSignalSavesACheckpointAndExitsWith128PlusTheSignal) {
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     EXPECT_TRUE(contains(resumed.out, fmt::format("(step {})", step))) << resumed.out;
     EXPECT_TRUE(contains(resumed.out, fmt::format("training steps {} to {}", step + 1, step + 2))) << resumed.out;
+
+    // A budget the directory has already reached trains nothing and says so.
+    const CliResult done = run_cli(
+        {"train", "--params", path, "--model_dir", dir.string(), "--max_steps", std::to_string(step + 1)}, kOneThread);
+    ASSERT_EQ(done.exit_code, 0) << done.err;
+    EXPECT_TRUE(
+        contains(done.out, fmt::format("nothing to do: the newest checkpoint is at step {} of {}", step + 2, step + 1)))
+        << done.out;
+    EXPECT_FALSE(contains(done.out, "training steps")) << done.out;
+    EXPECT_TRUE(contains(done.out, fmt::format("checkpoint_{}.safetensors", step + 2))) << done.out;
     std::filesystem::remove_all(dir);
   }
 }

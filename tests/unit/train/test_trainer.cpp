@@ -881,7 +881,7 @@ TEST_F(TrainerTest, AModelSectionMakesAFileAWholeConfigElseASparsitySection) {
     load_train_or_sparsity_file(bad);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("missing section 'train_input'"));
+    EXPECT_THAT(e.what(), HasSubstr(bad + ":1:1: missing section 'train_input'"));
   }
   // Text that is not YAML is reported, with its position, by the sparsity loader.
   const std::string broken = write("broken.yaml", "model: [\n");
