@@ -59,10 +59,11 @@ int main(int argc, char** argv) {
   generate_command->add_option("--checkpoint_path", generate.checkpoint_path, "A model file (default: the newest)");
   generate_command->add_option("--prompt", generate.prompt, "Text to continue");
   generate_command->add_option("--tokens", generate.tokens, "Tokens to generate")->check(CLI::PositiveNumber);
-  generate_command->add_option("--temperature", generate.temperature, "0 is greedy")->check(CLI::NonNegativeNumber);
-  generate_command->add_option("--top_k", generate.top_k, "Sample from the k likeliest tokens (0: all)")
+  generate_command->add_option("--temperature", generate.sampling.temperature, "0 is greedy")
       ->check(CLI::NonNegativeNumber);
-  generate_command->add_option("--seed", generate.seed, "Sampling seed");
+  generate_command->add_option("--top_k", generate.sampling.top_k, "Sample from the k likeliest tokens (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  generate_command->add_option("--seed", generate.sampling.seed, "Sampling seed");
 
   InspectOptions inspect;
   auto* inspect_command = app.add_subcommand("inspect", "Print a checkpoint's tensors, masks and per-layer sparsity");

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "models/generate.h"
+
 namespace sparsetrain {
 
 struct TrainCommandOptions {
@@ -27,9 +29,7 @@ struct GenerateOptions {
   std::string params;
   std::string prompt = "The";
   int64_t tokens = 200;
-  double temperature = 0.8;
-  int64_t top_k = 40;
-  uint64_t seed = 0;
+  SamplingOptions sampling;
 };
 
 // Samples text from a GPT checkpoint and prints it.

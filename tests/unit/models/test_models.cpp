@@ -1,6 +1,7 @@
 // Whole-model gradients by central finite differences: a tiny GPT and MLP, dense and with sparse
 // (compressed and masked-dense) parameters, every parameter tensor probed. The models run in
 // float32; the loss is perturbed by +-h and compared with the analytic gradient.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,16 +9,15 @@
 #include <memory>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
-#include "error_of.h"
 #include "core/philox.h"
+#include "error_of.h"
 #include "models/gpt.h"
 #include "models/linear.h"
 #include "models/mlp.h"
 #include "models/sparse_init.h"
 #include "sparsity/algorithms.h"
+#include "tiny_gpt.h"
 
 namespace sparsetrain {
 namespace {
@@ -50,17 +50,6 @@ void check_gradients(Model& model, const Batch& batch, int per_tensor, double to
           << p->name() << "[" << i << "] (" << storage_name(p->storage()) << ")";
     }
   }
-}
-
-GptConfig tiny_gpt() {
-  GptConfig c;
-  c.vocab_size = 13;
-  c.context = 7;
-  c.layers = 2;
-  c.heads = 2;
-  c.embed = 12;
-  c.init_std = 0.3;  // large enough that every path carries a gradient well above float noise
-  return c;
 }
 
 Batch token_batch(int64_t rows, int64_t seq, int32_t vocab) {
