@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "io/nan_form.h"
 #include "io/safetensors.h"
 #include "nn/sparse_tensors.h"
@@ -14,21 +17,29 @@ int run_inspect_command(const InspectOptions& o) {
   fmt::print("{}: {} tensors\n", o.path, file.tensors.tensors.size());
   for (const auto& [key, value] : file.metadata)
     fmt::print("  metadata {} = {}\n", key, value.size() > 60 ? value.substr(0, 57) + "..." : value);
+  // A pruned weight is marked by its `<name>_mask` tensor, or, in a file in Cerebras' NaN form, by
+  // NaN in the weight itself: both list the same sparsity.
   int64_t total = 0, sparse_total = 0, sparse_kept = 0;
-  fmt::print("  {:<44} {:<5} {:<14} {:>10} {:>9}\n", "tensor", "dtype", "shape", "elements", "sparsity");
+  fmt::print("  {:<44} {:<5} {:<14} {:>10} {:>9}  {}\n", "tensor", "dtype", "shape", "elements", "sparsity",
+             "pruned by");
   for (const StateTensor& t : file.tensors.tensors) {
     if (t.is_mask) continue;
     const auto n = static_cast<int64_t>(t.values.size());
     total += n;
-    std::string sparsity = "dense";
-    if (const StateTensor* mask = mask_of(file.tensors, t)) {
-      const int64_t kept = kept_count(*mask);
+    const StateTensor* mask = mask_of(file.tensors, t);
+    const auto nan = std::count_if(t.values.begin(), t.values.end(), [](float v) { return std::isnan(v); });
+    std::string sparsity = "dense", marker;
+    if (mask != nullptr || nan > 0) {
+      const int64_t kept = mask != nullptr ? kept_count(*mask) : n - nan;
       sparse_total += n;
       sparse_kept += kept;
       sparsity = fmt::format("{:.4f}", sparsity_of(kept, n));
+      marker = mask != nullptr ? "mask" : "NaN";
     }
-    fmt::print("  {:<44} {:<5} {:<14} {:>10} {:>9}\n", t.name, "F32", fmt::format("[{}]", fmt::join(t.shape, ", ")), n,
-               sparsity);
+    std::string line = fmt::format("  {:<44} {:<5} {:<14} {:>10} {:>9}  {}", t.name, "F32",
+                                   fmt::format("[{}]", fmt::join(t.shape, ", ")), n, sparsity, marker);
+    line.erase(line.find_last_not_of(' ') + 1);
+    fmt::print("{}\n", line);
   }
   fmt::print("  total {} values; {} in sparse tensors, {} of them kept (sparsity {:.4f})\n", total, sparse_total,
              sparse_kept, sparsity_of(sparse_kept, sparse_total));

@@ -1,0 +1,246 @@
+// `sparsetrain inspect` and `sparsetrain generate` on a checkpoint the real binary trained: the
+// listing against the file's own masks, the Cerebras NaN form written, listed and converted
+// back, generated text that continues the prompt and is fixed by the seed, and the messages and
+// exit codes of bad input.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "io/safetensors.h"
+#include "nn/sparse_tensors.h"
+
+namespace sparsetrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kOneThread = {"OMP_NUM_THREADS=1"};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> words_of(const std::string& line) {
+  std::vector<std::string> words;
+  std::istringstream in(line);
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+// The listing's row of `tensor`: name, dtype, shape words, elements, sparsity and what marks it.
+std::vector<std::string> row_of(const std::string& out, const std::string& tensor) {
+  for (const std::string& line : lines_of(out)) {
+    const std::vector<std::string> words = words_of(line);
+    if (!words.empty() && words[0] == tensor) return words;
+  }
+  return {};
+}
+
+// A tiny GPT trained once for all tests: its block weights 90% pruned (static, CSR), the
+// tokenizer bytes plus end-of-text.
+class CliCheckpointTools : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / fmt::format("sparsetrain_test_checkpoint_tools_{}", getpid());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    std::string text;
+    for (int i = 0; i < 300; ++i) text += fmt::format("line {} of a small corpus.\n", i % 17);
+    std::ofstream(root_ / "corpus.txt") << text;
+    config_ = (root_ / "gpt.yaml").string();
+    std::ofstream(config_) << "model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 32}\n"
+                           << "train_input: {data: text_file, path: \"" << (root_ / "corpus.txt").string()
+                           << "\", tokenizer: byte, batch_size: 4}\n"
+                           << "optimizer: {optimizer_type: adamw, learning_rate: 0.003}\n"
+                           << "runconfig: {max_steps: 6, seed: 3}\n"
+                           << "sparsity: {algorithm: static, sparsity: 0.9}\n";
+    const CliResult r = run_cli({"train", "--params", config_, "--model_dir", run_dir()}, kOneThread);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    checkpoint_ = (fs::path(run_dir()) / "checkpoint_6.safetensors").string();
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  static std::string run_dir() { return (root_ / "run").string(); }
+  static std::string path(const std::string& name) { return (root_ / name).string(); }
+
+  static fs::path root_;
+  static std::string config_, checkpoint_;
+};
+
+fs::path CliCheckpointTools::root_;
+std::string CliCheckpointTools::config_, CliCheckpointTools::checkpoint_;
+
+// Every tensor but the masks has a row with its shape and element count; the sparsity of a
+// masked one is counted here from its mask, and the total line adds them up.
+TEST_F(CliCheckpointTools, InspectListsEveryTensorWithTheSparsityOfItsMask) {
+  const CliResult r = run_cli({"inspect", checkpoint_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const SafetensorsFile file = read_safetensors(checkpoint_);
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0], fmt::format("{}: {} tensors", checkpoint_, file.tensors.tensors.size()));
+  int64_t total = 0, sparse = 0, kept = 0;
+  int masked = 0;
+  for (const StateTensor& t : file.tensors.tensors) {
+    const std::vector<std::string> row = row_of(r.out, t.name);
+    if (t.is_mask) {
+      EXPECT_TRUE(row.empty()) << t.name;
+      continue;
+    }
+    SCOPED_TRACE(t.name);
+    ASSERT_GE(row.size(), 5u);
+    const auto n = static_cast<int64_t>(t.values.size());
+    total += n;
+    EXPECT_EQ(row[1], "F32");
+    std::string shape;
+    for (std::size_t i = 2; i + 2 < row.size() && !shape.ends_with("]"); ++i)
+      shape += (shape.empty() ? "" : " ") + row[i];
+    EXPECT_EQ(shape, fmt::format("[{}]", fmt::join(t.shape, ", ")));
+    if (const StateTensor* mask = mask_of(file.tensors, t)) {
+      ++masked;
+      const int64_t k = kept_count(*mask);
+      sparse += n;
+      kept += k;
+      EXPECT_EQ(row[row.size() - 3], std::to_string(n));
+      EXPECT_EQ(row[row.size() - 2], fmt::format("{:.4f}", 1.0 - static_cast<double>(k) / static_cast<double>(n)));
+      EXPECT_EQ(row.back(), "mask");
+    } else {
+      EXPECT_EQ(row[row.size() - 2], std::to_string(n));
+      EXPECT_EQ(row.back(), "dense");
+    }
+  }
+  EXPECT_EQ(masked, 8);  // c_attn, attn.c_proj, c_fc, mlp.c_proj in two blocks
+  EXPECT_EQ(lines.back(),
+            fmt::format("  total {} values; {} in sparse tensors, {} of them kept (sparsity {:.4f})", total, sparse,
+                        kept, 1.0 - static_cast<double>(kept) / static_cast<double>(sparse)));
+}
+
+// --export-nan writes NaN exactly at the pruned weights and no masks; that file lists the same
+// sparsities marked by NaN, and --import-nan turns it back into the original tensors.
+TEST_F(CliCheckpointTools, TheNanFormRoundTripsThroughInspect) {
+  const std::string nan_file = path("nan_form.safetensors"), back_file = path("back.safetensors");
+  const CliResult exported = run_cli({"inspect", checkpoint_, "--export-nan", nan_file});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_TRUE(exported.out.ends_with("wrote " + nan_file + " (Cerebras NaN form: NaN marks a pruned weight)\n"));
+
+  const SafetensorsFile original = read_safetensors(checkpoint_), nan_form = read_safetensors(nan_file);
+  int pruned_tensors = 0;
+  for (const StateTensor& t : original.tensors.tensors) {
+    SCOPED_TRACE(t.name);
+    const StateTensor* written = nan_form.tensors.find(t.name);
+    if (t.is_mask) {
+      EXPECT_EQ(written, nullptr);
+      continue;
+    }
+    ASSERT_NE(written, nullptr);
+    const StateTensor* mask = mask_of(original.tensors, t);
+    pruned_tensors += mask != nullptr ? 1 : 0;
+    for (std::size_t i = 0; i < t.values.size(); ++i) {
+      if (mask != nullptr && mask->keep[i] == 0)
+        EXPECT_TRUE(std::isnan(written->values[i])) << i;
+      else
+        EXPECT_EQ(written->values[i], t.values[i]) << i;
+    }
+  }
+  EXPECT_EQ(pruned_tensors, 8);
+
+  const CliResult listed = run_cli({"inspect", nan_file, "--import-nan", back_file});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const CliResult masked = run_cli({"inspect", checkpoint_});
+  for (const StateTensor& t : original.tensors.tensors) {
+    if (t.is_mask) continue;
+    SCOPED_TRACE(t.name);
+    std::vector<std::string> expected = row_of(masked.out, t.name);
+    if (expected.back() == "mask") expected.back() = "NaN";
+    EXPECT_EQ(row_of(listed.out, t.name), expected);
+  }
+  EXPECT_EQ(lines_of(listed.out)[lines_of(listed.out).size() - 2], lines_of(masked.out).back());  // the totals
+
+  const SafetensorsFile back = read_safetensors(back_file);
+  ASSERT_EQ(back.tensors.tensors.size(), original.tensors.tensors.size());
+  for (const StateTensor& t : original.tensors.tensors) {
+    SCOPED_TRACE(t.name);
+    const StateTensor* converted = back.tensors.find(t.name);
+    ASSERT_NE(converted, nullptr);
+    EXPECT_EQ(converted->shape, t.shape);
+    EXPECT_EQ(converted->values, t.values);
+    EXPECT_EQ(converted->keep, t.keep);
+  }
+}
+
+TEST_F(CliCheckpointTools, InspectOfAFileThatIsNotSafetensorsExitsOneNamingIt) {
+  const std::string bad = path("not_a_checkpoint.safetensors");
+  std::ofstream(bad) << "not safetensors";
+  const CliResult r = run_cli({"inspect", bad});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.err.starts_with("sparsetrain: error: " + bad + ": ")) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// Greedy text is the same every time; sampled text is fixed by the seed and changes with it.
+// Every run continues the prompt with at most --tokens bytes (end-of-text stands for none).
+TEST_F(CliCheckpointTools, GenerateContinuesThePromptAndTheSeedFixesTheSample) {
+  auto generate = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "--model_dir", run_dir(), "--prompt", "line 1", "--tokens", "40"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = run_cli(args, kOneThread);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_TRUE(r.out.starts_with("line 1")) << r.out;
+    EXPECT_TRUE(r.out.ends_with("\n"));
+    EXPECT_LE(r.out.size(), 6u + 40u + 1u) << r.out;
+    return r.out;
+  };
+  const std::string greedy = generate({"--temperature", "0"});
+  EXPECT_EQ(generate({"--temperature", "0"}), greedy);
+  const std::string one = generate({"--seed", "1", "--temperature", "1.5", "--top_k", "0"});
+  EXPECT_EQ(generate({"--seed", "1", "--temperature", "1.5", "--top_k", "0"}), one);
+  EXPECT_NE(generate({"--seed", "2", "--temperature", "1.5", "--top_k", "0"}), one);
+  EXPECT_NE(one, greedy);
+  // The same with the config and model file named instead of the directory.
+  const CliResult named = run_cli({"generate", "--params", config_, "--checkpoint_path", checkpoint_, "--prompt",
+                                   "line 1", "--tokens", "40", "--temperature", "0"},
+                                  kOneThread);
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(named.out, greedy);
+  // An empty prompt starts from end-of-text.
+  const CliResult empty = run_cli({"generate", "--model_dir", run_dir(), "--prompt", "", "--tokens", "5"}, kOneThread);
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_LE(empty.out.size(), 6u);
+}
+
+TEST_F(CliCheckpointTools, GenerateWithoutACheckpointOrAGptExitsOneSayingWhy) {
+  const std::string empty_dir = path("empty_run");
+  fs::create_directories(empty_dir);
+  const CliResult none = run_cli({"generate", "--model_dir", empty_dir});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "sparsetrain: error: " + empty_dir + ": no complete checkpoint to generate from\n");
+
+  const CliResult neither = run_cli({"generate", "--prompt", "x"});
+  EXPECT_EQ(neither.exit_code, 1);
+  EXPECT_EQ(neither.err, "sparsetrain: error: generate: give --model_dir, or --params with --checkpoint_path\n");
+
+  const std::string mlp = path("mlp.yaml");
+  std::ofstream(mlp) << "model: {name: mlp, hidden_sizes: [8]}\n"
+                     << "train_input: {data: fashion_mnist, batch_size: 4}\n"
+                     << "optimizer: {optimizer_type: sgd, learning_rate: 0.1}\n"
+                     << "runconfig: {max_steps: 1}\n";
+  const CliResult not_gpt = run_cli({"generate", "--params", mlp, "--checkpoint_path", checkpoint_});
+  EXPECT_EQ(not_gpt.exit_code, 1);
+  EXPECT_EQ(not_gpt.err, "sparsetrain: error: " + mlp + ": generate needs a gpt model, this config trains an mlp\n");
+  EXPECT_EQ(not_gpt.out, "");
+}
+
+}  // namespace
+}  // namespace sparsetrain::testing
