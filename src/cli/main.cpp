@@ -15,6 +15,24 @@
 #include "core/isa.h"
 #include "core/verbose.h"
 
+namespace {
+
+// CLI11's PositiveNumber and NonNegativeNumber quote the whole range of double when they refuse
+// a value; this says what was expected and what came.
+CLI::Validator at_least(double low, const char* name) {
+  return CLI::Validator(
+      [low](std::string& text) -> std::string {
+        double value = 0.0;
+        if (!CLI::detail::lexical_cast(text, value)) return fmt::format("expected a number, got '{}'", text);
+        return value >= low ? std::string() : fmt::format("expected at least {}, got {}", low, text);
+      },
+      name);
+}
+const CLI::Validator kAtLeastOne = at_least(1, "POSITIVE");
+const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace sparsetrain;
   // A write past a file-size limit (ulimit -f) then fails with EFBIG, reported with the file's
@@ -33,13 +51,13 @@ int main(int argc, char** argv) {
     auto* params = a->add_option("-p,--params", t.params, "The YAML config");
     if (!top_level) params->required();
     a->add_option("-o,--model_dir", t.model_dir, "Checkpoints, metrics and the config go here (default model_dir)");
-    a->add_option("--max_steps", t.max_steps, "Train up to this step (overrides runconfig)")->check(CLI::PositiveNumber);
+    a->add_option("--max_steps", t.max_steps, "Train up to this step (overrides runconfig)")->check(kAtLeastOne);
     a->add_option("--checkpoint_path", t.checkpoint_path, "Start from / evaluate this checkpoint's model file");
     a->add_option("--load_checkpoint_states", t.load_checkpoint_states,
                   "all (default): resume the checkpoint's run; model: only its weights, a new run from step 0")
         ->check(CLI::IsMember({"all", "model"}));
     a->add_option("--seed", t.seed, "Seed (overrides runconfig.seed)");
-    a->add_option("--threads", t.threads, "Threads (overrides runconfig.num_threads)")->check(CLI::PositiveNumber);
+    a->add_option("--threads", t.threads, "Threads (overrides runconfig.num_threads)")->check(kAtLeastOne);
     a->add_flag("--no-progress", t.no_progress, "No progress bar, even on a terminal");
   };
   TrainCommandOptions top;
@@ -58,11 +76,10 @@ int main(int argc, char** argv) {
   generate_command->add_option("-p,--params", generate.params, "The config (default: the model directory's params.yaml)");
   generate_command->add_option("--checkpoint_path", generate.checkpoint_path, "A model file (default: the newest)");
   generate_command->add_option("--prompt", generate.prompt, "Text to continue");
-  generate_command->add_option("--tokens", generate.tokens, "Tokens to generate")->check(CLI::PositiveNumber);
-  generate_command->add_option("--temperature", generate.sampling.temperature, "0 is greedy")
-      ->check(CLI::NonNegativeNumber);
+  generate_command->add_option("--tokens", generate.tokens, "Tokens to generate")->check(kAtLeastOne);
+  generate_command->add_option("--temperature", generate.sampling.temperature, "0 is greedy")->check(kNonNegative);
   generate_command->add_option("--top_k", generate.sampling.top_k, "Sample from the k likeliest tokens (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   generate_command->add_option("--seed", generate.sampling.seed, "Sampling seed");
 
   InspectOptions inspect;
@@ -91,14 +108,11 @@ int main(int argc, char** argv) {
   auto* bench_linear = bench->add_subcommand("linear", "Dense (oneDNN) vs sparse linear-layer training step");
   bench_linear->add_option("--format", linear.formats, "Formats: csr, bcsr4, bcsr8, bcsr16, N:M (e.g. 2:4)");
   bench_linear->add_option("--sparsity", linear.sparsities, "Sparsity levels in [0, 1)");
-  bench_linear->add_option("--tokens", linear.tokens, "Tokens per step (batch x context)")->check(CLI::PositiveNumber);
-  bench_linear->add_option("--in", linear.in_features, "Input features (paired with --out)")
-      ->check(CLI::PositiveNumber);
-  bench_linear->add_option("--out", linear.out_features, "Output features (paired with --in)")
-      ->check(CLI::PositiveNumber);
-  bench_linear->add_option("--threads", linear.threads, "Threads (default: OpenMP's)")->check(CLI::PositiveNumber);
-  bench_linear->add_option("--repeats", linear.repeats, "Timed runs per case, median reported")
-      ->check(CLI::PositiveNumber);
+  bench_linear->add_option("--tokens", linear.tokens, "Tokens per step (batch x context)")->check(kAtLeastOne);
+  bench_linear->add_option("--in", linear.in_features, "Input features (paired with --out)")->check(kAtLeastOne);
+  bench_linear->add_option("--out", linear.out_features, "Output features (paired with --in)")->check(kAtLeastOne);
+  bench_linear->add_option("--threads", linear.threads, "Threads (default: OpenMP's)")->check(kAtLeastOne);
+  bench_linear->add_option("--repeats", linear.repeats, "Timed runs per case, median reported")->check(kAtLeastOne);
   bench_linear->add_option("--seed", linear.seed, "Seed for data and masks");
   bench_linear->add_option("--peak-gflops", linear.peak_gflops, "FMA peak used for the floor column");
   bench_linear->add_option("--bandwidth-gbs", linear.bandwidth_gbs, "Memory bandwidth used for the floor column");
@@ -108,13 +122,12 @@ int main(int argc, char** argv) {
   auto* bench_train =
       bench->add_subcommand("train", "Training steps of a config's model, dense vs sparse: speed and memory");
   bench_train->add_option("-p,--params", train_bench.params, "A YAML config with a sparsity section")->required();
-  bench_train->add_option("--steps", train_bench.steps, "Timed steps per case (median reported)")
-      ->check(CLI::PositiveNumber);
-  bench_train->add_option("--warmup", train_bench.warmup, "Untimed steps before them")->check(CLI::NonNegativeNumber);
+  bench_train->add_option("--steps", train_bench.steps, "Timed steps per case (median reported)")->check(kAtLeastOne);
+  bench_train->add_option("--warmup", train_bench.warmup, "Untimed steps before them")->check(kNonNegative);
   bench_train->add_option("--rounds", train_bench.rounds, "Alternating dense and sparse processes per case")
-      ->check(CLI::PositiveNumber);
+      ->check(kAtLeastOne);
   bench_train->add_option("--threads", train_bench.threads, "Threads (default: the config's, else OpenMP's)")
-      ->check(CLI::PositiveNumber);
+      ->check(kAtLeastOne);
   bench_train->add_option("--seed", train_bench.seed, "Seed (default: the config's)");
   bench_train->add_flag("--json", train_bench.json, "One JSON object instead of the table");
   bench_train->add_flag("--profile", train_bench.profile,

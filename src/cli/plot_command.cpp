@@ -182,10 +182,7 @@ int run_plot_command(const PlotOptions& o) {
   std::vector<Run> runs;
   for (std::size_t i = 0; i < o.model_dirs.size(); ++i) runs.push_back(read_run(o.model_dirs[i], labels[i], o.layer));
 
-  std::error_code ec;
-  fs::create_directories(o.out, ec);
-  if (ec || !fs::is_directory(o.out))
-    fail("--out {}: cannot create the directory: {}", o.out, ec ? ec.message() : "a file is in the way");
+  create_output_directory(o.out, "--out");
   const fs::path out(o.out);
   write_figure(out / "loss_vs_step.svg", render_line_chart(loss_chart(runs, LossAxis::Step)));
   write_figure(out / "loss_vs_flops.svg", render_line_chart(loss_chart(runs, LossAxis::Flops)));

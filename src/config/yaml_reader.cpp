@@ -1,22 +1,24 @@
 #include "config/yaml_reader.h"
 
-#include <yaml-cpp/eventhandler.h>
-
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <string_view>
 
 namespace sparsetrain::config {
 
 std::string read_config_file(const std::string& path) {
+  // A directory opens as an empty stream and would read as a file with no YAML document.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory; expected a YAML config file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open the config file", path);
   std::stringstream text;

@@ -1,13 +1,14 @@
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
+#include <filesystem>
+#include <system_error>
 
 #include "core/error.h"
 
@@ -118,6 +119,14 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   }
   bytes.resize(done);
   return bytes;
+}
+
+void create_output_directory(const std::string& dir, const std::string& option) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+    fail("{} {}: cannot create the directory: a file is in the way", option, dir);
+  std::filesystem::create_directories(dir, ec);
+  if (ec) fail("{} {}: cannot create the directory: {}", option, dir, ec.message());
 }
 
 }  // namespace sparsetrain

@@ -1,5 +1,6 @@
 #pragma once
-// Whole-file reads and crash-safe writes for checkpoints, markers and metrics.
+// Whole-file reads and crash-safe writes for checkpoints, markers and metrics, and the
+// directories they go to.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -28,5 +29,9 @@ bool remove_file_durably(const std::string& path);
 
 // The whole content of a regular file; an Error names the path and the reason.
 std::vector<uint8_t> read_file_bytes(const std::string& path);
+
+// Creates the directory `dir` and its parents unless it exists; an Error names `option` (where
+// the path came from), the path and the reason, such as a file in the way.
+void create_output_directory(const std::string& dir, const std::string& option);
 
 }  // namespace sparsetrain

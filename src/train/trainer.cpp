@@ -225,7 +225,7 @@ int run(Setup& s, const RunOptions& o) {
   Model& model = *s.model;
   Optimizer& optimizer = *s.optimizer;
   const std::string& dir = o.model_dir;
-  fs::create_directories(dir);
+  create_output_directory(dir, "--model_dir");
 
   // What a killed save left behind is never resumed from; training removes it.
   if (o.mode != RunMode::Eval) {

@@ -500,6 +500,18 @@ TEST(CliTrain, StopSignalSavesACheckpointAndExitsWith128PlusTheSignal) {
   }
 }
 
+TEST(CliTrain, AModelDirThatIsAFileExitsOneNamingIt) {
+  const std::string path = tiny_gpt_config("model_dir_file", "");
+  const std::string file = write_config("model_dir_in_the_way", "a file, not a directory\n");
+  const CliResult r = run_cli({"train", "--params", path, "--model_dir", file}, kOneThread);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "sparsetrain: error: --model_dir " + file + ": cannot create the directory: a file is in the way\n");
+  const CliResult below = run_cli({"train", "--params", path, "--model_dir", file + "/run"}, kOneThread);
+  EXPECT_EQ(below.exit_code, 1);
+  EXPECT_TRUE(below.err.starts_with("sparsetrain: error: --model_dir " + file + "/run: cannot create the directory: "))
+      << below.err;
+}
+
 TEST(CliErrors, UnknownFormatExitsOneNamingTheFormat) {
   const CliResult r = run_cli(bench_linear({"--format", "csr5", "--json"}));
   EXPECT_EQ(r.exit_code, 1);
@@ -525,12 +537,16 @@ TEST(CliErrors, InvalidCommandLinesExitTwo) {
       {{}, "subcommand"},
       {{"bench"}, "subcommand"},
       {bench_linear({"--tokens", "many"}), "many"},
-      {bench_linear({"--repeats", "0"}), "--repeats"},
+      {bench_linear({"--repeats", "0"}), "--repeats: expected at least 1, got 0"},
+      {{"train", "--params", "cfg.yaml", "--threads", "0"}, "--threads: expected at least 1, got 0"},
+      {{"generate", "--temperature", "-0.5"}, "--temperature: expected at least 0, got -0.5"},
+      {{"generate", "--top_k", "few"}, "--top_k: expected a number, got 'few'"},
   };
   for (const auto& [args, fragment] : cases) {
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << fragment << "\n" << r.err;
     EXPECT_TRUE(contains(r.out + r.err, fragment)) << "'" << fragment << "' not in:\n" << r.out << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;  // the message, not a range of every double
   }
 }
 

@@ -696,6 +696,8 @@ TEST(SparsityConfig, LoadsNodesAndFiles) {
   std::filesystem::remove(path);
   EXPECT_EQ(error_of([] { load_sparsity_file("/nonexistent/cfg.yaml"); }),
             "/nonexistent/cfg.yaml: cannot open the config file");
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  EXPECT_EQ(error_of([&] { load_sparsity_file(dir); }), dir + ": is a directory; expected a YAML config file");
 }
 
 // ---- user algorithms -------------------------------------------------------------------------
