@@ -1,9 +1,10 @@
 #pragma once
 // Running a test on every kernel ISA: the ISAs this machine and build can run, and a scoped cap
-// (SPARSETRAIN_MAX_ISA's programmatic form) that restores the previous one.
+// (SPARSETRAIN_MAX_ISA's programmatic form, scoped_setting.h) that restores the previous one.
 #include <vector>
 
 #include "core/isa.h"
+#include "scoped_setting.h"
 
 namespace sparsetrain::testing_isa {
 
@@ -15,16 +16,6 @@ inline std::vector<CpuIsa> usable_isas() {
   return isas;
 }
 
-// Caps the kernels' ISA for a scope and restores the previous cap.
-class IsaCap {
- public:
-  explicit IsaCap(CpuIsa isa) : saved_(max_isa()) { set_max_isa(isa); }
-  ~IsaCap() { set_max_isa(saved_); }
-  IsaCap(const IsaCap&) = delete;
-  IsaCap& operator=(const IsaCap&) = delete;
-
- private:
-  CpuIsa saved_;
-};
+using testing::IsaCap;
 
 }  // namespace sparsetrain::testing_isa

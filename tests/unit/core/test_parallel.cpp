@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "scoped_setting.h"
 
 namespace sparsetrain {
 namespace {
@@ -79,8 +80,7 @@ TEST(BalanceEven, PartsTileTheRangeAndDifferByAtMostOne) {
 // Every item is visited exactly once, in non-empty ranges of at least min_per_part items when
 // there is more than one range; small inputs run as one range and an empty one not at all.
 TEST(ParallelRanges, CoverEveryItemOnceInLargeEnoughRanges) {
-  const int saved = num_threads();
-  set_num_threads(2);
+  const testing::ThreadCount two(2);
   for (const auto& [n, min_per_part] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {3, 4}, {9, 4}, {100, 1}}) {
     std::vector<int> visits(static_cast<std::size_t>(n), 0);
     std::vector<std::pair<int64_t, int64_t>> ranges(2, {-1, -1});
@@ -98,7 +98,6 @@ TEST(ParallelRanges, CoverEveryItemOnceInLargeEnoughRanges) {
       EXPECT_GE(ranges[1].second - ranges[1].first, min_per_part);
     }
   }
-  set_num_threads(saved);
 }
 
 }  // namespace

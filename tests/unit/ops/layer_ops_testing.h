@@ -97,18 +97,7 @@ inline bool bitwise_equal(const float* a, const float* b, size_t n) {
   return std::memcmp(a, b, n * sizeof(float)) == 0;
 }
 
-// Sets the thread count for a scope and restores the previous one.
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(num_threads()) { set_num_threads(n); }
-  ~ThreadCount() { set_num_threads(saved_); }
-  ThreadCount(const ThreadCount&) = delete;
-  ThreadCount& operator=(const ThreadCount&) = delete;
-
- private:
-  int saved_;
-};
-
+using testing::ThreadCount;
 using testing_isa::IsaCap;
 using testing_isa::usable_isas;
 

@@ -1,6 +1,7 @@
 // The trainer end to end on a small text file: a run stopped and resumed from its checkpoint is
 // bit-identical to an uninterrupted one for every algorithm and storage; directories and configs
 // that cannot be trained are refused with clear messages.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,15 +13,14 @@
 #include <sstream>
 #include <variant>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
-#include "error_of.h"
-#include "io/safetensors.h"
-#include "io/atomic_file.h"
 #include "core/parallel.h"
 #include "data/fashion_mnist.h"
 #include "data/numpy_shuffle.h"
+#include "error_of.h"
+#include "io/atomic_file.h"
+#include "io/safetensors.h"
+#include "scoped_setting.h"
 #include "train/checkpoint.h"
 #include "train/step.h"
 #include "train/trainer.h"
@@ -239,12 +239,10 @@ runconfig: {{max_steps: 1, seed: 3}}
     return std::sqrt(sum);
   };
   auto step = [&](double max_norm, int threads) {
-    const int saved = num_threads();
-    set_num_threads(threads);
+    const testing::ThreadCount guard(threads);
     sparsetrain::Setup s = make_setup(load_train_config_yaml(yaml(max_norm), "test.yaml"), 3, true);
     Batch batch;
     const StepResult r = train_step(s, 1, batch);
-    set_num_threads(saved);
     return std::pair{r.grad_norm, norm_of_grads(*s.model)};
   };
   const auto [norm1, after1] = step(1.0e9, 1);
