@@ -155,7 +155,7 @@ TextDocument load_text_file(const std::string& path) {
   std::string text = read_whole_file(path);
   if (text.empty()) fail("{}: empty file: expected UTF-8 text", path);
   check_utf8(text, path);
-  return {fs::path(path).filename().string(), "", std::move(text)};
+  return {path, "", std::move(text)};
 }
 
 TextSplit split_documents(const std::vector<TextDocument>& documents, double validation_fraction, uint64_t seed) {

@@ -10,7 +10,7 @@
 namespace sparsetrain {
 
 struct TextDocument {
-  std::string name;      // "ca01", or the file name
+  std::string name;      // "ca01", or the path of a text file as given
   std::string category;  // "news" (Brown's cats.txt); empty for a plain file
   std::string text;      // UTF-8, one sentence per line, paragraphs separated by a blank line
 };

@@ -123,7 +123,12 @@ TEST(TextSplit, ByText) {
 TEST(TextFile, LoadsUtf8AndRejectsTheRest) {
   const std::string good = write_file("good.txt", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82\n");
   const TextDocument d = load_text_file(good);
-  EXPECT_EQ(d.name, "good.txt");
+  EXPECT_EQ(d.name, good);  // the path as given, so messages about it name the file
+  const std::string one_line = write_file("one_line.txt", "no newline to split at");
+  EXPECT_EQ(
+      testing::error_of([&] { split_text(load_text_file(one_line), 0.1); }),
+      one_line +
+          ": cannot split 22 bytes at fraction 0.1: a part would be empty (the validation part starts at a line)");
   EXPECT_EQ(d.text, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82\n");
 
   const std::string empty = write_file("empty.txt", "");
