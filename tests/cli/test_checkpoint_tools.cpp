@@ -16,6 +16,7 @@
 #include "cli_runner.h"
 #include "io/safetensors.h"
 #include "nn/sparse_tensors.h"
+#include "tiny_gpt_run.h"
 
 namespace sparsetrain::testing {
 namespace {
@@ -53,20 +54,11 @@ class CliCheckpointTools : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     root_ = fs::temp_directory_path() / fmt::format("sparsetrain_test_checkpoint_tools_{}", getpid());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    std::string text;
-    for (int i = 0; i < 300; ++i) text += fmt::format("line {} of a small corpus.\n", i % 17);
-    std::ofstream(root_ / "corpus.txt") << text;
-    config_ = (root_ / "gpt.yaml").string();
-    std::ofstream(config_) << "model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 32}\n"
-                           << "train_input: {data: text_file, path: \"" << (root_ / "corpus.txt").string()
-                           << "\", tokenizer: byte, batch_size: 4}\n"
-                           << "optimizer: {optimizer_type: adamw, learning_rate: 0.003}\n"
-                           << "runconfig: {max_steps: 6, seed: 3}\n"
-                           << "sparsity: {algorithm: static, sparsity: 0.9}\n";
-    const CliResult r = run_cli({"train", "--params", config_, "--model_dir", run_dir()}, kOneThread);
+    make_tiny_corpus_dir(root_);
+    const CliResult r =
+        train_tiny_gpt(root_, "run", "max_steps: 6, seed: 3", "sparsity: {algorithm: static, sparsity: 0.9}\n");
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    config_ = path("run.yaml");
     checkpoint_ = (fs::path(run_dir()) / "checkpoint_6.safetensors").string();
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }

@@ -16,6 +16,7 @@
 #include "cli_runner.h"
 #include "io/safetensors.h"
 #include "nn/sparse_tensors.h"
+#include "tiny_gpt_run.h"
 
 namespace sparsetrain::testing {
 namespace {
@@ -75,11 +76,7 @@ class CliPlot : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     root_ = fs::temp_directory_path() / fmt::format("sparsetrain_test_plot_{}", getpid());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    std::string text;
-    for (int i = 0; i < 300; ++i) text += fmt::format("line {} of a small corpus for plots.\n", i % 17);
-    std::ofstream(root_ / "corpus.txt") << text;
+    make_tiny_corpus_dir(root_);
     train("sparse",
           "sparsity: {algorithm: gmp, sparsity: {type: polynomial, init: 0.0, final: 0.8, begin: 0, end: 20}, "
           "update: {freq: 5}}\n");
@@ -88,16 +85,10 @@ class CliPlot : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
   static void train(const std::string& name, const std::string& sparsity) {
-    const fs::path config = root_ / (name + ".yaml");
-    std::ofstream(config) << "model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 32}\n"
-                          << "train_input: {data: text_file, path: \"" << (root_ / "corpus.txt").string()
-                          << "\", tokenizer: byte, batch_size: 4}\n"
-                          << "optimizer: {optimizer_type: adamw, learning_rate: 0.003}\n"
-                          << "runconfig: {max_steps: 20, seed: 3, log_steps: 2, checkpoint_steps: 5, "
-                             "eval_frequency: 10, keep_checkpoints: 10}\n"
-                          << sparsity;
-    const CliResult r =
-        run_cli({"train", "--params", config.string(), "--model_dir", (root_ / name).string()}, kOneThread);
+    const CliResult r = train_tiny_gpt(
+        root_, name,
+        "max_steps: 20, seed: 3, log_steps: 2, checkpoint_steps: 5, eval_frequency: 10, keep_checkpoints: 10",
+        sparsity);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
 
