@@ -27,7 +27,8 @@ int run_inspect_command(const InspectOptions& o) {
     const auto n = static_cast<int64_t>(t.values.size());
     total += n;
     const StateTensor* mask = mask_of(file.tensors, t);
-    const auto nan = std::count_if(t.values.begin(), t.values.end(), [](float v) { return std::isnan(v); });
+    const int64_t nan =
+        mask != nullptr ? 0 : std::count_if(t.values.begin(), t.values.end(), [](float v) { return std::isnan(v); });
     std::string sparsity = "dense", marker;
     if (mask != nullptr || nan > 0) {
       const int64_t kept = mask != nullptr ? kept_count(*mask) : n - nan;

@@ -1,6 +1,7 @@
 #pragma once
 // Continuing token sequences with a GPT: top-k sampling at a temperature (0 is greedy), one
-// Philox draw per new token, so a seed fixes the sample whatever the thread count.
+// Philox draw per new token, so a seed fixes the sample (at a given thread count, which the
+// logits' last bits may depend on).
 #include <cstdint>
 #include <span>
 #include <vector>
