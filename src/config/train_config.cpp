@@ -46,7 +46,7 @@ double positive_number(const Value& v) {
 Mapping section(const Value& v, const std::vector<std::string>& keys, const std::string& what) {
   Mapping m(v, what);
   m.check_keys(keys, [&](const std::string& key) {
-    return fmt::format("unknown key '{}'{}; {} takes {}", key, config::did_you_mean(key, keys), v.path(),
+    return fmt::format("unknown key{}; {} takes {}", config::did_you_mean(key, keys), v.path(),
                        config::one_of(keys, "and"));
   });
   return m;
@@ -299,7 +299,7 @@ TrainConfig read_train_document(const Source& src) {
   const std::vector<std::string> sections = {"model", "train_input", "eval_input", "optimizer", "sparsity", "runconfig"};
   const Mapping m(top, "a mapping of the sections model, train_input, eval_input, optimizer, sparsity, runconfig");
   m.check_keys(sections, [&](const std::string& key) {
-    return fmt::format("unknown section '{}'{}; a training config has {}", key, config::did_you_mean(key, sections),
+    return fmt::format("unknown section{}; a training config has {}", config::did_you_mean(key, sections),
                        config::one_of(sections, "and"));
   });
   TrainConfig c;
