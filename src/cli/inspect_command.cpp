@@ -17,8 +17,10 @@ int run_inspect_command(const InspectOptions& o) {
   fmt::print("{}: {} tensors\n", o.path, file.tensors.tensors.size());
   for (const auto& [key, value] : file.metadata)
     fmt::print("  metadata {} = {}\n", key, value.size() > 60 ? value.substr(0, 57) + "..." : value);
-  // A pruned weight is marked by its `<name>_mask` tensor, or, in a file in Cerebras' NaN form, by
-  // NaN in the weight itself: both list the same sparsity.
+  // A pruned weight is marked by its `<name>_mask` tensor, or, in a file in Cerebras' NaN form
+  // (which has no masks), by NaN in the weight itself: both list the same sparsity. In a file
+  // with masks, NaN is a value gone wrong and is listed as such.
+  const bool nan_marks_pruning = first_mask(file.tensors) == nullptr;
   int64_t total = 0, sparse_total = 0, sparse_kept = 0;
   fmt::print("  {:<44} {:<5} {:<14} {:>10} {:>9}  {}\n", "tensor", "dtype", "shape", "elements", "sparsity",
              "pruned by");
@@ -27,16 +29,16 @@ int run_inspect_command(const InspectOptions& o) {
     const auto n = static_cast<int64_t>(t.values.size());
     total += n;
     const StateTensor* mask = mask_of(file.tensors, t);
-    const int64_t nan =
-        mask != nullptr ? 0 : std::count_if(t.values.begin(), t.values.end(), [](float v) { return std::isnan(v); });
+    const int64_t nan = std::count_if(t.values.begin(), t.values.end(), [](float v) { return std::isnan(v); });
     std::string sparsity = "dense", marker;
-    if (mask != nullptr || nan > 0) {
+    if (mask != nullptr || (nan_marks_pruning && nan > 0)) {
       const int64_t kept = mask != nullptr ? kept_count(*mask) : n - nan;
       sparse_total += n;
       sparse_kept += kept;
       sparsity = fmt::format("{:.4f}", sparsity_of(kept, n));
       marker = mask != nullptr ? "mask" : "NaN";
     }
+    if (!nan_marks_pruning && nan > 0) marker += fmt::format("{}({} NaN, not pruning)", marker.empty() ? "" : " ", nan);
     std::string line = fmt::format("  {:<44} {:<5} {:<14} {:>10} {:>9}  {}", t.name, "F32",
                                    fmt::format("[{}]", fmt::join(t.shape, ", ")), n, sparsity, marker);
     line.erase(line.find_last_not_of(' ') + 1);

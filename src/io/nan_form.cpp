@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "nn/sparse_tensors.h"
 
 namespace sparsetrain {
 
@@ -39,6 +40,7 @@ StateDict to_nan_form(const StateDict& state) {
 }
 
 StateDict from_nan_form(const StateDict& state) {
+  const StateTensor* some_mask = first_mask(state);
   StateDict out;
   for (const StateTensor& t : state.tensors) {
     if (t.is_mask) {
@@ -50,9 +52,11 @@ StateDict from_nan_form(const StateDict& state) {
       out.add(t);
       continue;
     }
-    if (state.find(t.name + kMaskSuffix))
-      fail("NaN form: tensor '{}' has NaN values and a mask '{}{}'; expected one form or the other", t.name, t.name,
-           kMaskSuffix);
+    if (some_mask != nullptr) {
+      const StateTensor* own = mask_of(state, t);
+      fail("NaN form: tensor '{}' has NaN values and the state has masks ('{}'); expected one form or the other",
+           t.name, own != nullptr ? own->name : some_mask->name);
+    }
     StateTensor values = t;
     StateTensor mask{t.name + kMaskSuffix, t.shape, true, {}, std::vector<uint8_t>(t.values.size())};
     for (std::size_t i = 0; i < values.values.size(); ++i) {

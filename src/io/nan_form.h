@@ -11,8 +11,8 @@ namespace sparsetrain {
 StateDict to_nan_form(const StateDict& state);
 
 // Every float tensor holding a NaN becomes sparse: NaN -> 0 and a `<name>_mask` (1 where the
-// value is not NaN) is added right after it; tensors without NaN stay dense. A tensor that has
-// NaN and also a mask already is an Error naming it (the two forms must not be mixed).
+// value is not NaN) is added right after it; tensors without NaN stay dense. NaN in a state that
+// has masks already is an Error naming the tensor and a mask (the two forms must not be mixed).
 StateDict from_nan_form(const StateDict& state);
 
 }  // namespace sparsetrain

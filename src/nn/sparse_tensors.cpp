@@ -8,6 +8,12 @@ const StateTensor* mask_of(const StateDict& dict, const StateTensor& values) {
   return mask != nullptr && mask->is_mask ? mask : nullptr;
 }
 
+const StateTensor* first_mask(const StateDict& dict) {
+  for (const StateTensor& t : dict.tensors)
+    if (t.is_mask) return &t;
+  return nullptr;
+}
+
 int64_t kept_count(const StateTensor& mask) {
   int64_t kept = 0;
   for (uint8_t k : mask.keep) kept += k;

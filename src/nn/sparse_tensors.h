@@ -11,6 +11,10 @@ namespace sparsetrain {
 // The mask of `values` in `dict` (its `<name>_mask` tensor), or nullptr for a dense tensor.
 const StateTensor* mask_of(const StateDict& dict, const StateTensor& values);
 
+// The first mask tensor of `dict`, or nullptr when none is: a dict with one marks pruning by
+// masks, and NaN in it is a number gone wrong, not a pruned weight (Cerebras' NaN form).
+const StateTensor* first_mask(const StateDict& dict);
+
 int64_t kept_count(const StateTensor& mask);
 
 // 1 - kept / total; 0 for an empty tensor, which has nothing to prune.

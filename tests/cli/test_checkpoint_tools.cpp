@@ -171,6 +171,45 @@ TEST_F(CliCheckpointTools, TheNanFormRoundTripsThroughInspect) {
   }
 }
 
+// A file with masks marks pruning by its masks, so NaN in it (a diverged run) is listed as a
+// value gone wrong, in dense and masked tensors alike, and changes no sparsity; converting such a
+// file from the NaN form is refused, naming the tensor.
+TEST_F(CliCheckpointTools, InspectListsNanInAFileWithMasksAsNotPruning) {
+  SafetensorsFile file = read_safetensors(checkpoint_);
+  const std::string dense_name = "transformer.h.0.ln_1.weight", sparse_name = "transformer.h.1.mlp.c_fc.weight";
+  auto tensor = [&](const std::string& name) -> StateTensor* {
+    for (StateTensor& t : file.tensors.tensors)
+      if (t.name == name) return &t;
+    return nullptr;
+  };
+  StateTensor* dense = tensor(dense_name);
+  StateTensor* sparse = tensor(sparse_name);
+  ASSERT_NE(dense, nullptr);
+  ASSERT_NE(sparse, nullptr);
+  ASSERT_EQ(mask_of(file.tensors, *dense), nullptr);
+  ASSERT_NE(mask_of(file.tensors, *sparse), nullptr);
+  for (std::size_t i = 0; i < 3; ++i) dense->values[i * 5] = std::nanf("");
+  sparse->values[0] = std::nanf("");
+  const std::string diverged = path("diverged.safetensors");
+  write_safetensors(diverged, file.tensors, file.metadata);
+
+  const CliResult r = run_cli({"inspect", diverged});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CliResult original = run_cli({"inspect", checkpoint_});
+  std::vector<std::string> dense_row = row_of(original.out, dense_name), sparse_row = row_of(original.out, sparse_name);
+  for (const char* word : {"(3", "NaN,", "not", "pruning)"}) dense_row.push_back(word);
+  for (const char* word : {"(1", "NaN,", "not", "pruning)"}) sparse_row.push_back(word);
+  EXPECT_EQ(row_of(r.out, dense_name), dense_row);
+  EXPECT_EQ(row_of(r.out, sparse_name), sparse_row);
+  EXPECT_EQ(lines_of(r.out).back(), lines_of(original.out).back());  // the totals
+
+  const CliResult imported = run_cli({"inspect", diverged, "--import-nan", path("diverged_back.safetensors")});
+  EXPECT_EQ(imported.exit_code, 1);
+  EXPECT_TRUE(imported.err.find("NaN form: tensor '" + dense_name + "' has NaN values and the state has masks") !=
+              std::string::npos)
+      << imported.err;
+}
+
 TEST_F(CliCheckpointTools, InspectOfAFileThatIsNotSafetensorsExitsOneNamingIt) {
   const std::string bad = path("not_a_checkpoint.safetensors");
   std::ofstream(bad) << "not safetensors";

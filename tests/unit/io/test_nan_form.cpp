@@ -64,7 +64,14 @@ TEST(NanForm, MixedOrDanglingFormsAreErrorsNamingTheTensor) {
   StateDict mixed = sparse_state();
   mixed.tensors[0].values[1] = kNaN;
   EXPECT_EQ(error_of([&] { from_nan_form(mixed); }),
-            "NaN form: tensor 'fc.weight' has NaN values and a mask 'fc.weight_mask'; expected one form or the other");
+            "NaN form: tensor 'fc.weight' has NaN values and the state has masks ('fc.weight_mask'); expected one "
+            "form or the other");
+  // NaN in a dense tensor of the mask form is a value gone wrong, not pruning.
+  StateDict diverged = sparse_state();
+  diverged.tensors[2].values[0] = kNaN;
+  EXPECT_EQ(error_of([&] { from_nan_form(diverged); }),
+            "NaN form: tensor 'fc.bias' has NaN values and the state has masks ('fc.weight_mask'); expected one form "
+            "or the other");
   StateDict dangling;
   dangling.add({"gone.weight_mask", {1}, true, {}, {1}});
   EXPECT_EQ(error_of([&] { to_nan_form(dangling); }),
