@@ -13,6 +13,7 @@
 
 #include "config/yaml_reader.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "sparsity/group.h"
 
 namespace sparsetrain {
@@ -722,8 +723,6 @@ SparsityConfig load_sparsity_yaml(const std::string& text, const std::string& fi
   return read_document(src);
 }
 
-SparsityConfig load_sparsity_file(const std::string& path) {
-  return load_sparsity_yaml(config::read_config_file(path), path);
-}
+SparsityConfig load_sparsity_file(const std::string& path) { return load_sparsity_yaml(read_file(path), path); }
 
 }  // namespace sparsetrain

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "config/yaml_reader.h"
+#include "core/read_file.h"
 
 namespace sparsetrain {
 
@@ -335,9 +336,7 @@ TrainConfig load_train_config_yaml(const std::string& text, const std::string& f
   return read_train_document(Source{file, text});
 }
 
-TrainConfig load_train_config_file(const std::string& path) {
-  return load_train_config_yaml(config::read_config_file(path), path);
-}
+TrainConfig load_train_config_file(const std::string& path) { return load_train_config_yaml(read_file(path), path); }
 
 void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
   std::vector<std::string> given;
@@ -368,7 +367,7 @@ void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
 }
 
 std::variant<TrainConfig, SparsityConfig> load_train_or_sparsity_file(const std::string& path) {
-  const std::string text = config::read_config_file(path);
+  const std::string text = read_file(path);
   bool has_model = false;
   try {
     const config::Documents documents = config::load_documents(Source{path, text});

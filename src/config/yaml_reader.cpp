@@ -7,25 +7,11 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string_view>
 
 namespace sparsetrain::config {
-
-std::string read_config_file(const std::string& path) {
-  // A directory opens as an empty stream and would read as a file with no YAML document.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory; expected a YAML config file", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open the config file", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("{}: cannot read the config file", path);
-  return text.str();
-}
 
 namespace {
 

@@ -132,9 +132,6 @@ struct Documents {
 };
 Documents load_documents(const Source& source);
 
-// The whole text of a config file; an Error names the path when it cannot be opened or read.
-std::string read_config_file(const std::string& path);
-
 // "a, b or c"
 std::string one_of(const std::vector<std::string>& words, const char* last = "or");
 // " (did you mean 'sparsity'?)" for the closest word within two edits, else "".

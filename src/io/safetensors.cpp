@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/json_text.h"
+#include "core/read_file.h"
 #include "core/utf8.h"
 #include "io/atomic_file.h"
 
@@ -257,8 +258,8 @@ SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file_bytes(path);
-  return read_safetensors_bytes(bytes, path);
+  const std::string bytes = read_file(path);
+  return read_safetensors_bytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, path);
 }
 
 void write_safetensors(const std::string& path, const StateDict& tensors,

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/json_text.h"
-#include "io/atomic_file.h"
+#include "core/read_file.h"
 
 namespace sparsetrain {
 
@@ -67,10 +67,7 @@ RunMetrics parse_run_metrics(std::string_view text, const std::string& name) {
   return metrics;
 }
 
-RunMetrics read_run_metrics(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file_bytes(path);
-  return parse_run_metrics(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
-}
+RunMetrics read_run_metrics(const std::string& path) { return parse_run_metrics(read_file(path), path); }
 
 std::optional<double> flops_at_step(const std::vector<MetricRow>& train, int64_t step) {
   const MetricRow* best = nullptr;

@@ -5,17 +5,16 @@
 #include <pcre2.h>
 
 #include <array>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
-#include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/npm_data.h"
+#include "core/read_file.h"
 #include "core/utf8.h"
 
 namespace sparsetrain {
@@ -47,18 +46,6 @@ std::array<char32_t, 256> bytes_to_unicode() {
 
 std::string quote(std::string_view s) {
   return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail("{}: no such file", path.string());
-  if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory, expected a file", path.string());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open for reading", path.string());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) fail("{}: read error", path.string());
-  return std::move(buffer).str();
 }
 
 struct StringHash {
@@ -153,8 +140,8 @@ Gpt2Tokenizer Gpt2Tokenizer::load_default() {
 }
 
 Gpt2Tokenizer Gpt2Tokenizer::load(const std::filesystem::path& encoder_json, const std::filesystem::path& vocab_bpe) {
-  const std::string enc_text = read_file(encoder_json);
-  const std::string bpe_text = read_file(vocab_bpe);
+  const std::string enc_text = read_file(encoder_json.string());
+  const std::string bpe_text = read_file(vocab_bpe.string());
   return from_text(enc_text, bpe_text, encoder_json.string(), vocab_bpe.string());
 }
 

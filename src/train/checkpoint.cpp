@@ -1,13 +1,14 @@
 #include "train/checkpoint.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
 #include <regex>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
+#include "core/read_file.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
 
@@ -31,8 +32,7 @@ std::optional<uint64_t> size_of(const std::string& path) {
 
 bool complete(const std::string& dir, int64_t step) {
   try {
-    const std::vector<uint8_t> bytes = read_file_bytes(marker_path(dir, step));
-    const json marker = json::parse(bytes.begin(), bytes.end());
+    const json marker = json::parse(read_file(marker_path(dir, step)));
     return marker.at("step").get<int64_t>() == step &&
            size_of(checkpoint_model_path(dir, step)) == marker.at("model_bytes").get<uint64_t>() &&
            size_of(checkpoint_state_path(dir, step)) == marker.at("state_bytes").get<uint64_t>();

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "io/atomic_file.h"
 
 namespace sparsetrain {
@@ -13,8 +14,7 @@ using json = nlohmann::json;
 
 MetricsLog::MetricsLog(std::string path, int64_t resume_step) : path_(std::move(path)) {
   if (resume_step >= 0 && std::filesystem::exists(path_)) {
-    const std::vector<uint8_t> bytes = read_file_bytes(path_);
-    std::istringstream in(std::string(bytes.begin(), bytes.end()));
+    std::istringstream in(read_file(path_));
     std::string line, kept;
     while (std::getline(in, line)) {
       if (in.eof()) break;  // no newline: a line cut short by a crash

@@ -413,7 +413,7 @@ TEST(SafetensorsRead, SurvivesTruncationAndCorruption) {
 TEST_F(SafetensorsFiles, ReadNamesMissingFiles) {
   const std::string path = (dir_ / "missing.safetensors").string();
   EXPECT_EQ(error_of([&] { read_safetensors(path); }), path + ": cannot open: No such file or directory");
-  EXPECT_EQ(error_of([&] { read_safetensors(dir_.string()); }), dir_.string() + ": not a regular file");
+  EXPECT_EQ(error_of([&] { read_safetensors(dir_.string()); }), dir_.string() + ": is a directory; expected a file");
 }
 
 TEST_F(SafetensorsFiles, WriteIntoAMissingDirectoryFailsCleanly) {

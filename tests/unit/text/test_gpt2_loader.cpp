@@ -122,9 +122,10 @@ TEST(Gpt2Loader, RejectsMissingAndEmptyFiles) {
   const TempDir dir;
   const fs::path enc = dir.write("encoder.json", vocab({}).dump()), bpe = dir.write("vocab.bpe", "#version: 0.2\n");
   const fs::path none = dir.path() / "none.json";
-  EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::load(none, bpe); }), none.string() + ": no such file");
+  EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::load(none, bpe); }),
+            none.string() + ": cannot open: No such file or directory");
   EXPECT_EQ(testing::error_of([&] { Gpt2Tokenizer::load(enc, dir.path()); }),
-            dir.path().string() + ": is a directory, expected a file");
+            dir.path().string() + ": is a directory; expected a file");
   std::string p = (dir.path() / "encoder.json").string();
   EXPECT_EQ(encoder_error(dir, ""), p + ": empty file");
   p = (dir.path() / "vocab.bpe").string();

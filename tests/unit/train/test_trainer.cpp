@@ -15,10 +15,10 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/read_file.h"
 #include "data/fashion_mnist.h"
 #include "data/numpy_shuffle.h"
 #include "error_of.h"
-#include "io/atomic_file.h"
 #include "io/safetensors.h"
 #include "scoped_setting.h"
 #include "train/checkpoint.h"
@@ -72,7 +72,7 @@ runconfig: {{max_steps: {}, log_steps: 3, checkpoint_steps: 4, keep_checkpoints:
     return run(s, o);
   }
 
-  static std::vector<uint8_t> bytes(const fs::path& p) { return read_file_bytes(p.string()); }
+  static std::string bytes(const fs::path& p) { return read_file(p.string()); }
 
   fs::path root_;
 };
@@ -499,7 +499,7 @@ TEST_F(TrainerTest, ACheckpointOfAnotherConfigIsRefusedNamingTheField) {
   const fs::path dir = root_ / "run";
   const std::string d = dir.string();
   ASSERT_EQ(train(config(csr, 4), dir), 0);
-  const std::vector<uint8_t> model = bytes(checkpoint_model_path(d, 4)), state = bytes(checkpoint_state_path(d, 4));
+  const std::string model = bytes(checkpoint_model_path(d, 4)), state = bytes(checkpoint_state_path(d, 4));
   auto with = [&](const std::string& from, const std::string& to, const std::string& yaml) {
     std::string text = yaml;
     const std::size_t at = text.find(from);
