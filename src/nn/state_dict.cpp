@@ -1,5 +1,7 @@
 #include "nn/state_dict.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace sparsetrain {
@@ -8,6 +10,10 @@ const StateTensor* StateDict::find(std::string_view name) const {
   for (const StateTensor& t : tensors)
     if (t.name == name) return &t;
   return nullptr;
+}
+
+StateTensor* StateDict::find(std::string_view name) {
+  return const_cast<StateTensor*>(std::as_const(*this).find(name));
 }
 
 StateTensor& StateDict::add(StateTensor tensor) {

@@ -20,6 +20,7 @@ struct StateDict {
   std::vector<StateTensor> tensors;
 
   const StateTensor* find(std::string_view name) const;
+  StateTensor* find(std::string_view name);
   StateTensor& add(StateTensor tensor);  // the name must be new
 };
 

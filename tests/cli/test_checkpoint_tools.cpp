@@ -177,13 +177,8 @@ TEST_F(CliCheckpointTools, TheNanFormRoundTripsThroughInspect) {
 TEST_F(CliCheckpointTools, InspectListsNanInAFileWithMasksAsNotPruning) {
   SafetensorsFile file = read_safetensors(checkpoint_);
   const std::string dense_name = "transformer.h.0.ln_1.weight", sparse_name = "transformer.h.1.mlp.c_fc.weight";
-  auto tensor = [&](const std::string& name) -> StateTensor* {
-    for (StateTensor& t : file.tensors.tensors)
-      if (t.name == name) return &t;
-    return nullptr;
-  };
-  StateTensor* dense = tensor(dense_name);
-  StateTensor* sparse = tensor(sparse_name);
+  StateTensor* dense = file.tensors.find(dense_name);
+  StateTensor* sparse = file.tensors.find(sparse_name);
   ASSERT_NE(dense, nullptr);
   ASSERT_NE(sparse, nullptr);
   ASSERT_EQ(mask_of(file.tensors, *dense), nullptr);
