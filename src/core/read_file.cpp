@@ -8,18 +8,15 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/unique_fd.h"
 
 namespace sparsetrain {
 
 std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const UniqueFd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0) fail("{}: cannot stat: {}", path, std::strerror(errno));
+  if (::fstat(file.fd, &st) != 0) fail("{}: cannot stat: {}", path, std::strerror(errno));
   // A directory opens read-only and would otherwise read as an empty file (or fail with EISDIR).
   if (S_ISDIR(st.st_mode)) fail("{}: is a directory; expected a file", path);
   // A regular file's size, plus one byte to see its end without growing; a pipe's size is 0,
@@ -28,7 +25,7 @@ std::string read_file(const std::string& path) {
   size_t done = 0;
   for (;;) {
     if (done == text.size()) text.resize(2 * done);
-    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    const ssize_t n = ::read(file.fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail("{}: cannot read at offset {}: {}", path, done, std::strerror(errno));
     if (n == 0) break;

@@ -11,16 +11,10 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/unique_fd.h"
 
 namespace sparsetrain {
 namespace {
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -48,7 +42,7 @@ std::string directory_of(const std::string& path) {
 // directory say EINVAL, and there is nothing more to do on them.
 void sync_directory_of(const std::string& path, std::string_view done) {
   const std::string dir = directory_of(path);
-  Fd directory{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  const UniqueFd directory{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   if (directory.fd < 0) fail("{}: {}, but cannot open its directory '{}': {}", path, done, dir, errno_text(errno));
   if (::fsync(directory.fd) != 0 && errno != EINVAL)
     fail("{}: {}, but cannot fsync its directory '{}': {}", path, done, dir, errno_text(errno));
@@ -58,7 +52,7 @@ void sync_directory_of(const std::string& path, std::string_view done) {
 
 void write_file_atomically(const std::string& path, std::span<const ByteRange> pieces) {
   const std::string temp = fmt::format("{}.tmp-{}", path, ::getpid());
-  Fd file{::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  UniqueFd file{::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
   if (file.fd < 0) fail("{}: cannot create the temporary file '{}': {}", path, temp, errno_text(errno));
   const auto give_up = [&](std::string_view what, int err) {
     ::close(file.fd);
