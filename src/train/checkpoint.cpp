@@ -89,8 +89,9 @@ std::string checkpoint_state_path(const std::string& dir, int64_t step) {
   return (fs::path(dir) / fmt::format("checkpoint_{}.state.safetensors", step)).string();
 }
 
-void save_checkpoint(const std::string& dir, int64_t step, const Module& model, const Optimizer& optimizer,
-                     const json& trainer_state) {
+void save_checkpoint(const std::string& dir, const Module& model, const Optimizer& optimizer,
+                     const TrainerState& trainer_state) {
+  const int64_t step = trainer_state.progress.step;
   // A complete checkpoint of this step (an earlier run's) is incomplete from the moment its first
   // file is replaced, so its marker goes first.
   remove_file_durably(marker_path(dir, step));
@@ -108,7 +109,7 @@ void save_checkpoint(const std::string& dir, int64_t step, const Module& model, 
         t.values.assign(it->second.begin(), it->second.end());
         state.add(std::move(t));
       }
-    write_safetensors(state_path, state, {{"sparsetrain.trainer", trainer_state.dump()}});
+    write_safetensors(state_path, state, {{"sparsetrain.trainer", to_json(trainer_state).dump()}});
 
     const json marker = {{"step", step},
                          {"model_bytes", size_of(model_path).value_or(0)},
@@ -151,15 +152,17 @@ std::string checkpoint_state_path_of(const std::string& model_path) {
 
 namespace {
 
-json trainer_state_of(const SafetensorsFile& state, const std::string& state_path) {
+TrainerState trainer_state_of(const SafetensorsFile& state, const std::string& state_path) {
   const auto meta = state.metadata.find("sparsetrain.trainer");
   if (meta == state.metadata.end())
     fail("{}: no 'sparsetrain.trainer' metadata; not a sparsetrain training state", state_path);
+  json j;
   try {
-    return json::parse(meta->second);
+    j = json::parse(meta->second);
   } catch (const json::parse_error& e) {
     fail("{}: the 'sparsetrain.trainer' metadata is not valid JSON: {}", state_path, e.what());
   }
+  return trainer_state_from_json(j, state_path);
 }
 
 }  // namespace
@@ -197,23 +200,23 @@ void load_model_weights(const std::string& model_path, Module& model) {
   }
 }
 
-json load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer) {
+std::optional<TrainerState> load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer) {
   const SafetensorsFile file = read_safetensors(model_path);
   try {
     model.load_state_dict(file.tensors, /*strict=*/true);
   } catch (const Error& e) {
     fail("{}: does not fit this model: {}", model_path, e.what());
   }
-  if (optimizer == nullptr) return json::object();
+  if (optimizer == nullptr) return std::nullopt;
   CheckpointState state = read_checkpoint_state(model_path);
   load_optimizer_state(state, *optimizer);
   return std::move(state.trainer);
 }
 
 void load_optimizer_state(const CheckpointState& state, Optimizer& optimizer) {
-  if (const auto saved = state.trainer.find("optimizer"); saved != state.trainer.end() && *saved != optimizer.name())
-    fail("{}: saved by the optimizer {}; this run's optimizer.optimizer_type is '{}'", state.path,
-         saved->is_string() ? fmt::format("'{}'", saved->get<std::string>()) : saved->dump(), optimizer.name());
+  if (state.trainer.optimizer != optimizer.name())
+    fail("{}: saved by the optimizer '{}'; this run's optimizer.optimizer_type is '{}'", state.path,
+         state.trainer.optimizer, optimizer.name());
   std::size_t used = 0;
   for (Parameter* p : optimizer.params())
     for (const std::string& key : optimizer.state_keys()) {

@@ -5,8 +5,7 @@
 //                                   `<name>_mask` for sparse ones; readable by any safetensors loader
 //   checkpoint_N.state.safetensors  the training state: optimizer buffers as `<param>.<key>` (laid out
 //                                   like the parameter's trainable values) and, in the metadata,
-//                                   the trainer's JSON (step, optimizer steps, sparsity-algorithm
-//                                   state, counters)
+//                                   the TrainerState (train/trainer_state.h) as JSON
 //   checkpoint_N.done               the completion marker: the step and both files' sizes
 //
 // Each file is written atomically (io/atomic_file.h). A checkpoint is complete when its marker
@@ -16,7 +15,6 @@
 // sizes do not match) is incomplete, ignored, and removed when training starts and after each
 // save. One training process writes a model directory at a time.
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,17 +22,19 @@
 #include "io/safetensors.h"
 #include "nn/module.h"
 #include "optim/optimizer.h"
+#include "train/trainer_state.h"
 
 namespace sparsetrain {
 
 std::string checkpoint_model_path(const std::string& dir, int64_t step);
 std::string checkpoint_state_path(const std::string& dir, int64_t step);
 
-// Writes step `step`; a complete checkpoint of that step is first made incomplete (its marker
-// removed). On failure (a full disk, a file-size limit) the step's files are removed and the
-// Error, naming the file and the system's reason, is rethrown; other checkpoints are untouched.
-void save_checkpoint(const std::string& dir, int64_t step, const Module& model, const Optimizer& optimizer,
-                     const nlohmann::json& trainer_state);
+// Writes the checkpoint of step state.progress.step; a complete checkpoint of that step is first
+// made incomplete (its marker removed). On failure (a full disk, a file-size limit) the step's
+// files are removed and the Error, naming the file and the system's reason, is rethrown; other
+// checkpoints are untouched.
+void save_checkpoint(const std::string& dir, const Module& model, const Optimizer& optimizer,
+                     const TrainerState& state);
 
 // Steps of the complete checkpoints in `dir`, ascending.
 std::vector<int64_t> complete_checkpoints(const std::string& dir);
@@ -47,19 +47,20 @@ void prune_checkpoints(const std::string& dir, int64_t keep);
 
 // The state file beside a model file: checkpoint_N.safetensors -> checkpoint_N.state.safetensors.
 std::string checkpoint_state_path_of(const std::string& model_path);
-// The state file beside a model file, read once: the optimizer's tensors and the trainer JSON.
+// The state file beside a model file, read once: the optimizer's tensors and the trainer state.
 struct CheckpointState {
   std::string path;
   SafetensorsFile file;
-  nlohmann::json trainer;
+  TrainerState trainer;
 };
-// Reads the state file beside `model_path`; an Error names the file and the reason.
+// Reads the state file beside `model_path`; an Error names the file and the reason (a missing
+// trainer-state field by name).
 CheckpointState read_checkpoint_state(const std::string& model_path);
 
 // Loads a model file's tensors into `model` (strict: every parameter and mask must be there with
 // its shape). With `optimizer`, also the state file beside it (`checkpoint_N.state.safetensors`)
-// and returns its trainer JSON; an Error names the file and the mismatched tensor or field.
-nlohmann::json load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer);
+// and returns its trainer state; an Error names the file and the mismatched tensor or field.
+std::optional<TrainerState> load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer);
 // Copies a state file's buffers into `optimizer` (same optimizer, one tensor per parameter and key,
 // none left over); an Error names the file and the mismatched tensor.
 void load_optimizer_state(const CheckpointState& state, Optimizer& optimizer);

@@ -1,6 +1,7 @@
 #include "train/step.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -55,6 +56,11 @@ double dense_grad_flops(Model& model, int64_t predictions) {
 }  // namespace
 
 StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
+  const auto start = std::chrono::steady_clock::now();
+  auto timed = [&](StepResult& r) -> StepResult& {
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
   Model& model = *s.model;
   Optimizer& optimizer = *s.optimizer;
   if (s.sparsity) s.sparsity->prepare_step(step);
@@ -83,13 +89,13 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
   if (r.outcome != StepOutcome::Applied) {
     optimizer.set_step(step);
     for (Parameter* p : model.parameters()) p->wants_dense_grad = false;
-    return r;
+    return timed(r);
   }
   const double max_norm = s.config.optimizer.max_gradient_norm;
   const ProfileScope profile("optimizer");
   if (max_norm > 0.0 && r.grad_norm > max_norm) scale_grads(model, static_cast<float>(max_norm / r.grad_norm));
   optimizer.step();
-  return r;
+  return timed(r);
 }
 
 }  // namespace sparsetrain

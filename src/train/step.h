@@ -23,6 +23,7 @@ struct StepResult {
   StepOutcome outcome = StepOutcome::Applied;
   int64_t predictions = 0;
   Flops flops;  // this step's, RigL's dense-gradient GEMMs included in `actual`
+  double seconds = 0.0;  // the step's wall time
 };
 
 StepResult train_step(Setup& setup, int64_t step, Batch& batch,

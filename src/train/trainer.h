@@ -1,7 +1,8 @@
 #pragma once
-// The training loop: train_step() (train/step.h) for each step k from 1, with a log line and a
-// metrics.jsonl row every runconfig.log_steps, evaluation every eval_frequency steps, and
-// checkpoints every checkpoint_steps and at the end. Everything a step
+// The training loop: train_step() (train/step.h) for each step k from where the run starts
+// (train/resume.h), with hooks (train/training.h) for a log line and a metrics.jsonl row every
+// runconfig.log_steps, evaluation every eval_frequency steps, checkpoints every
+// checkpoint_steps and at the end, the non-finite policy and stop signals. Everything a step
 // reads is a function of the checkpointed state and k, so a stopped run resumed from its newest
 // checkpoint continues bit-identically.
 #include <cstdint>
@@ -24,15 +25,6 @@ struct RunOptions {
   bool weights_only = false;
   bool progress = true;         // a progress bar, when stderr is a terminal
 };
-
-struct EvalResult {
-  double loss = 0.0;
-  double accuracy = 0.0;  // correct predictions / predictions
-  int64_t predictions = 0;
-};
-
-// Mean loss and accuracy over the data's evaluation batches.
-EvalResult evaluate(Model& model, const DataSource& data);
 
 // Exit code of a run stopped by a non-finite step under runconfig.nonfinite_policy: stop.
 inline constexpr int kExitNonFinite = 4;

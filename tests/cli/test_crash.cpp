@@ -79,8 +79,9 @@ runconfig: {{max_steps: 10, log_steps: 1, checkpoint_steps: 1, keep_checkpoints:
         read_safetensors(checkpoint_model_path(dir_, step));
         read_safetensors(checkpoint_state_path(dir_, step));
         sparsetrain::Setup s = make_setup(load_train_config_file(params_), 3, /*load_data=*/false);
-        const nlohmann::json state = load_checkpoint(checkpoint_model_path(dir_, step), *s.model, s.optimizer.get());
-        EXPECT_EQ(state["step"], step);
+        const std::optional<TrainerState> state =
+            load_checkpoint(checkpoint_model_path(dir_, step), *s.model, s.optimizer.get());
+        EXPECT_EQ(state.has_value() ? state->progress.step : -1, step);
       } catch (const std::exception& e) {
         ADD_FAILURE() << "a complete checkpoint does not load: " << e.what();
       }

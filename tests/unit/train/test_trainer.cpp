@@ -179,7 +179,7 @@ TEST_F(TrainerTest, WeightsOnlyStartsANewRunFromAnotherRunsWeights) {
   };
   ASSERT_EQ(fine_tune(4), 0);
   EXPECT_TRUE(fs::exists(tuned / "params.yaml"));
-  EXPECT_EQ(read_checkpoint_state(checkpoint_model_path(tuned.string(), 4)).trainer["step"], 4);
+  EXPECT_EQ(read_checkpoint_state(checkpoint_model_path(tuned.string(), 4)).trainer.progress.step, 4);
   ASSERT_EQ(fine_tune(6), 0);
   EXPECT_EQ(complete_checkpoints(tuned.string()), (std::vector<int64_t>{4, 6}));
 
@@ -292,9 +292,10 @@ TEST_F(TrainerTest, NonFiniteStepsAreSkippedOrStopTheRun) {
   // Step 1 of both runs was the same finite step: the stop checkpoint holds its result.
   TrainConfig c = load_train_config_yaml(stopping, "stop.yaml");
   sparsetrain::Setup fresh = make_setup(std::move(c), 3, true);
-  const nlohmann::json state =
+  const std::optional<TrainerState> state =
       load_checkpoint(checkpoint_model_path(stopped.string(), 1), *fresh.model, fresh.optimizer.get());
-  EXPECT_EQ(state["step"], 1);
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->progress.step, 1);
   for (const Parameter* p : fresh.model->parameters())
     for (float v : p->values()) ASSERT_TRUE(std::isfinite(v)) << p->name();
 }
@@ -422,7 +423,7 @@ TEST_F(TrainerTest, AFailedSaveKeepsEveryOlderCheckpoint) {
   for (int64_t step : {4, 8}) {
     TrainConfig c = load_train_config_yaml(config("", 12), "test.yaml");
     sparsetrain::Setup s = make_setup(std::move(c), 3, false);
-    EXPECT_EQ(load_checkpoint(checkpoint_model_path(d, step), *s.model, s.optimizer.get())["step"], step);
+    EXPECT_EQ(load_checkpoint(checkpoint_model_path(d, step), *s.model, s.optimizer.get())->progress.step, step);
   }
   fs::remove_all(blocker);
   ASSERT_EQ(train(config("", 12), dir), 0);
@@ -442,7 +443,9 @@ TEST_F(TrainerTest, AFullDiskDuringASaveIsAnErrorNamingTheFile) {
   TrainConfig c = load_train_config_yaml(config("", 5), "test.yaml");
   sparsetrain::Setup s = make_setup(std::move(c), 3, false);
   try {
-    save_checkpoint(d, 5, *s.model, *s.optimizer, {{"step", 5}});
+    TrainerState state;
+    state.progress.step = 5;
+    save_checkpoint(d, *s.model, *s.optimizer, state);
     FAIL() << "saved onto a full disk";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(checkpoint_state_path(d, 5) + ": cannot write the temporary file"));
@@ -559,6 +562,40 @@ TEST_F(TrainerTest, ACheckpointOfAnotherConfigIsRefusedNamingTheField) {
     EXPECT_THAT(e.what(), HasSubstr("the checkpoint was trained with model 'gpt: 2 layers, 2 heads"));
   }
   EXPECT_EQ(train(config(csr, 6), dir), 0);
+}
+
+// A checkpoint whose trainer state lacks a field (one written before sparsetrain recorded it) is
+// refused naming the field and the way on, before anything is loaded; its weights still start a
+// new run.
+TEST_F(TrainerTest, ACheckpointMissingATrainerStateFieldIsRefusedNamingIt) {
+  const fs::path dir = root_ / "run";
+  const std::string d = dir.string();
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  SafetensorsFile state = read_safetensors(checkpoint_state_path(d, 4));
+  nlohmann::json trainer = nlohmann::json::parse(state.metadata.at("sparsetrain.trainer"));
+  ASSERT_EQ(trainer.erase("loss_mean"), 1u);
+  state.metadata["sparsetrain.trainer"] = trainer.dump();
+  write_safetensors(checkpoint_state_path(d, 4), state.tensors, state.metadata);
+  const nlohmann::json marker = {{"step", 4},
+                                 {"model_bytes", fs::file_size(checkpoint_model_path(d, 4))},
+                                 {"state_bytes", fs::file_size(checkpoint_state_path(d, 4))}};
+  std::ofstream(dir / "checkpoint_4.done") << marker.dump() << "\n";
+  ASSERT_EQ(complete_checkpoints(d), std::vector<int64_t>{4});
+  const std::string model = bytes(checkpoint_model_path(d, 4));
+  EXPECT_EQ(error_of([&] { train(config("", 8), dir); }),
+            checkpoint_state_path(d, 4) +
+                ": the trainer state has no 'loss_mean'. A checkpoint written before sparsetrain recorded it (before "
+                "2026-11-23) cannot be resumed; start a new run from its weights with --checkpoint_path and "
+                "--load_checkpoint_states model");
+  EXPECT_EQ(bytes(checkpoint_model_path(d, 4)), model);
+  TrainConfig c = load_train_config_yaml(config("", 8), "test.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, true);
+  RunOptions o;
+  o.model_dir = (root_ / "new").string();
+  o.checkpoint_path = checkpoint_model_path(d, 4);
+  o.weights_only = true;
+  o.progress = false;
+  EXPECT_EQ(run(s, o), 0);
 }
 
 // Loading a checkpoint itself (one saved without the recorded config) checks the masks: none
