@@ -314,6 +314,36 @@ void read_balance(const Mapping::Entry& e, const Mapping::Entry* earlier_other, 
   (out ? o.balance_out_groups : o.balance_in_groups) = group_count(e.value);
 }
 
+// ---- the algorithm's rules ---------------------------------------------------------------------
+// The rules and their messages are the registry's (sparsity/registry.h); here they are only placed.
+
+// A level under `algorithm`'s level rule. A Constant rule takes one number as written: a list or
+// a mapping would read as a schedule, so it is refused before it is read.
+LevelSchedule read_algorithm_level(const Value& v, const std::string& algorithm, const AlgorithmKeys& keys) {
+  LevelSchedule level = LevelSchedule::constant(0.0);
+  if (keys.level == LevelRule::Constant) {
+    // Not a number, or outside [0, 1]: no level at all (LevelSchedule::constant would refuse it).
+    const std::string what = level_rule_expectation(algorithm, keys.level);
+    if (!is_number(v)) v.expected(what);
+    const double x = v.as_number(what);
+    if (!(x >= 0.0 && x <= 1.0)) v.expected(what);
+    level = LevelSchedule::constant(x);
+  } else {
+    level = read_level(v);
+  }
+  if (const std::optional<std::string> violation =
+          level_rule_violation(algorithm, keys, level, v.is_map() ? level.describe() : v.got()))
+    v.fail(*violation);
+  return level;
+}
+
+// An update or drop_fraction rule's message, at the key when it is given, else at the group.
+void check_key_rule(const std::optional<std::string>& violation, const Mapping::Entry* given, const Mapping& group) {
+  if (!violation) return;
+  if (given) given->key_value.fail(*violation);
+  group.self().fail(*violation);
+}
+
 // ---- 2.0-2.1 and 2.2+ groups -------------------------------------------------------------------
 
 enum class Form { V21, V22 };
@@ -381,41 +411,16 @@ std::optional<AlgorithmSpec> read_group(const Mapping& m, Form form, bool in_lis
   if (off)
     config.warnings.push_back(
         config::located(level.source(), level.mark(), level.path() + ": null: this section configures no sparsity"));
-  if (!off) switch (keys->level) {
-      case LevelRule::Constant: {
-        const std::string what = fmt::format("a number in [0, 1) ({} keeps one fixed level)", name);
-        if (!is_number(level)) level.expected(what);
-        const double x = level.as_number(what);
-        if (!(x >= 0.0 && x < 1.0)) level.expected(what);
-        spec.sparsity = LevelSchedule::constant(x);
-        break;
-      }
-      case LevelRule::Changing:
-        spec.sparsity = read_level(level);
-        if (spec.sparsity.is_constant())
-          level.fail(
-              fmt::format("expected a schedule that changes with the step ({} never prunes at a constant "
-                          "level), got {}",
-                          name, level.is_map() ? spec.sparsity.describe() : level.got()));
-        break;
-      case LevelRule::Any: spec.sparsity = read_level(level); break;
-    }
+  if (!off) spec.sparsity = read_algorithm_level(level, name, *keys);
 
   // When masks change: `update` (2.2+) or `schedule` (2.0-2.1).
   const char* update_key = form == Form::V22 ? "update" : "schedule";
   const Mapping::Entry* update = m.find(update_key);
-  if (!off && update && keys->update == KeyRule::Rejected)
-    update->key_value.fail(fmt::format("{} takes no update schedule: its masks never change", name));
-  if (!off && !update && keys->update == KeyRule::Required)
-    m.self().fail(fmt::format("missing '{}': {} needs an update schedule ({{freq, start, stop}} or {{steps: [...]}})",
-                              update_key, name));
+  if (!off) check_key_rule(update_rule_violation(name, *keys, update != nullptr, update_key), update, m);
   if (update) spec.update = read_update(update->value);
 
   const Mapping::Entry* drop = m.find("drop_fraction");
-  if (!off && drop && keys->drop_fraction == KeyRule::Rejected)
-    drop->key_value.fail(fmt::format("{} takes no drop_fraction: it does not regrow connections", name));
-  if (!off && !drop && keys->drop_fraction == KeyRule::Required)
-    m.self().fail(fmt::format("missing 'drop_fraction': {} needs one", name));
+  if (!off) check_key_rule(drop_fraction_rule_violation(name, *keys, drop != nullptr), drop, m);
   if (drop) spec.drop_fraction = read_level(drop->value);
 
   SparsityOptions& o = spec.options;
@@ -475,10 +480,9 @@ void read_group_list(const std::vector<Value>& items, bool flatten, SparsityConf
 void read_sideband_setting(const std::string& key, const Value& v, AlgorithmSpec& spec) {
   SparsityOptions& o = spec.options;
   if (key == "sparsity") {
-    const char* what = "a float in [0, 1) (the sideband form takes no integers: write 0.0, not 0)";
-    const double x = v.as_float(what);
-    if (!(x >= 0.0 && x < 1.0)) v.expected(what);
-    spec.sparsity = LevelSchedule::constant(x);
+    // A sideband group is static: its level is a float under static's rule.
+    (void)v.as_float("a float in [0, 1) (the sideband form takes no integers: write 0.0, not 0)");
+    spec.sparsity = read_algorithm_level(v, spec.algorithm, *algorithm_keys(spec.algorithm));
   } else if (key == "init_method") {
     read_init_method(v, o, /*sideband=*/true);
   } else if (key == "out_groups" || key == "in_groups") {
@@ -596,11 +600,8 @@ SparsityConfig read_section(const Value& v) {
   if (v.is_null()) return config;
   if (is_number(v)) {
     // A bare number: static sparsity at that level over the default filter.
-    const char* what = "a number in [0, 1) (static sparsity)";
-    const double x = v.as_number(what);
-    if (!(x >= 0.0 && x < 1.0)) v.expected(what);
     AlgorithmSpec spec;
-    spec.sparsity = LevelSchedule::constant(x);
+    spec.sparsity = read_algorithm_level(v, spec.algorithm, *algorithm_keys(spec.algorithm));
     config.form = ConfigForm::V22;
     config.groups.push_back(std::move(spec));
     return config;

@@ -147,19 +147,54 @@ std::string unknown_algorithm_message(const std::string& name) {
   return fmt::format("unknown algorithm '{}'; registered: {}", name, fmt::join(registered_algorithms(), ", "));
 }
 
+std::optional<std::string> update_rule_violation(const std::string& algorithm, const AlgorithmKeys& keys, bool given,
+                                                 const std::string& key) {
+  if (keys.update == KeyRule::Rejected && given)
+    return fmt::format("{} takes no update schedule: its masks never change", algorithm);
+  if (keys.update == KeyRule::Required && !given)
+    return fmt::format("missing '{}': {} needs an update schedule ({{freq, start, stop}} or {{steps: [...]}})", key,
+                       algorithm);
+  return std::nullopt;
+}
+
+std::optional<std::string> drop_fraction_rule_violation(const std::string& algorithm, const AlgorithmKeys& keys,
+                                                        bool given) {
+  if (keys.drop_fraction == KeyRule::Rejected && given)
+    return fmt::format("{} takes no drop_fraction: it does not regrow connections", algorithm);
+  if (keys.drop_fraction == KeyRule::Required && !given)
+    return fmt::format("missing 'drop_fraction': {} needs one", algorithm);
+  return std::nullopt;
+}
+
+std::string level_rule_expectation(const std::string& algorithm, LevelRule rule) {
+  switch (rule) {
+    case LevelRule::Constant: return fmt::format("a number in [0, 1) ({} keeps one fixed level)", algorithm);
+    case LevelRule::Changing:
+      return fmt::format("a schedule that changes with the step ({} never prunes at a constant level)", algorithm);
+    case LevelRule::Any: break;
+  }
+  fail("level_rule_expectation: {} takes any level, so no level breaks its rule", algorithm);
+}
+
+std::optional<std::string> level_rule_violation(const std::string& algorithm, const AlgorithmKeys& keys,
+                                                const LevelSchedule& level, const std::string& got) {
+  const bool holds = keys.level == LevelRule::Any ||
+                     (keys.level == LevelRule::Constant && level.is_constant() && level.at(0) < 1.0) ||
+                     (keys.level == LevelRule::Changing && !level.is_constant());
+  if (holds) return std::nullopt;
+  return fmt::format("expected {}, got {}", level_rule_expectation(algorithm, keys.level),
+                     got.empty() ? level.describe() : got);
+}
+
 void check_spec(const AlgorithmSpec& spec) {
   const std::optional<AlgorithmKeys> keys = algorithm_keys(spec.algorithm);
   if (!keys) fail("{}", unknown_algorithm_message(spec.algorithm));
   const std::string& name = spec.algorithm;
-  if (keys->update == KeyRule::Rejected && spec.update)
-    fail("{}: takes no update schedule (its masks never change)", name);
-  if (keys->update == KeyRule::Required && !spec.update) fail("{}: needs an update schedule", name);
-  if (keys->drop_fraction == KeyRule::Rejected && spec.drop_fraction) fail("{}: takes no drop_fraction", name);
-  if (keys->drop_fraction == KeyRule::Required && !spec.drop_fraction) fail("{}: needs a drop_fraction", name);
-  if (keys->level == LevelRule::Constant && !spec.sparsity.is_constant())
-    fail("{}: needs a constant sparsity, got {}", name, spec.sparsity.describe());
-  if (keys->level == LevelRule::Changing && spec.sparsity.is_constant())
-    fail("{}: needs a sparsity schedule that changes with the step, got {}", name, spec.sparsity.describe());
+  for (const std::optional<std::string>& violation :
+       {update_rule_violation(name, *keys, spec.update.has_value()),
+        drop_fraction_rule_violation(name, *keys, spec.drop_fraction.has_value()),
+        level_rule_violation(name, *keys, spec.sparsity)})
+    if (violation) fail("{}", *violation);
   for (const auto& [key, value] : spec.extra)
     if (std::find(keys->extra.begin(), keys->extra.end(), key) == keys->extra.end())
       fail("{}: unknown extra key '{}'{}", name, key,

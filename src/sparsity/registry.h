@@ -4,9 +4,12 @@
 //
 //   AlgorithmSpec       everything one group of a config resolves to; a plain value, so a config
 //                       and hand-written C++ can be compared field by field.
-//   register_algorithm  adds a name, a factory building the algorithm from a spec, and the key
-//                       rules the config loader enforces (with file, line and key) before the
-//                       factory ever runs.
+//   register_algorithm  adds a name, a factory building the algorithm from a spec, and its key
+//                       rules (AlgorithmKeys).
+//   *_rule_violation    the rules, each checked in one place with one wording: check_spec (the
+//                       C++ API) throws the message as is, and the config loader puts the same
+//                       message after the file, line, column and key path of the offending key
+//                       (of the group, for a missing key) before the factory ever runs.
 //   make_algorithm      checks a spec against its algorithm's rules and builds it.
 //
 // Built in: static, gmp, set, rigl, with Cerebras' rules: static takes neither `update` nor
@@ -68,9 +71,34 @@ std::string unknown_algorithm_message(const std::string& name);
 // The keys every algorithm accepts in a config group (extra keys may not reuse them).
 const std::vector<std::string>& common_algorithm_keys();
 
-// Throws an Error naming the algorithm and the key when `spec` breaks its algorithm's rules
-// (unknown name, update or drop_fraction present where rejected or missing where required, a
-// level of the wrong kind, an undeclared extra key).
+// The rules of AlgorithmKeys. Each returns nullopt when the rule holds, else its message, which
+// names the algorithm and has no location:
+//
+//   update         "static takes no update schedule: its masks never change"
+//                  "missing 'update': gmp needs an update schedule ({freq, start, stop} or {steps: [...]})"
+//   drop_fraction  "gmp takes no drop_fraction: it does not regrow connections"
+//                  "missing 'drop_fraction': <algorithm> needs one"
+//   level          "expected a number in [0, 1) (static keeps one fixed level), got linear(...)"
+//                  "expected a schedule that changes with the step (gmp never prunes at a constant level),
+//                   got constant(0.5)"
+//
+// `given`: whether the key is there. `key`: what the update schedule is called where it is missing
+// ("schedule" in the 2.0-2.1 config form). `got`: how the level reads in the message (a config
+// quotes its text; by default level.describe()).
+std::optional<std::string> update_rule_violation(const std::string& algorithm, const AlgorithmKeys& keys, bool given,
+                                                 const std::string& key = "update");
+std::optional<std::string> drop_fraction_rule_violation(const std::string& algorithm, const AlgorithmKeys& keys,
+                                                        bool given);
+std::optional<std::string> level_rule_violation(const std::string& algorithm, const AlgorithmKeys& keys,
+                                                const LevelSchedule& level, const std::string& got = "");
+// What a Constant or Changing level rule expects: its message is "expected <this>, got <level>".
+// A config also refuses with it a value that cannot be read as a level of the rule's kind at all
+// (a list or a mapping where static needs one number).
+std::string level_rule_expectation(const std::string& algorithm, LevelRule rule);
+
+// Throws an Error when `spec` breaks its algorithm's rules: the unknown-algorithm message, a
+// *_rule_violation message, or "<algorithm>: unknown extra key '<key>'..." for a key of
+// AlgorithmSpec::extra the algorithm did not declare.
 void check_spec(const AlgorithmSpec& spec);
 // check_spec, then the factory.
 std::unique_ptr<SparsityAlgorithm> make_algorithm(const AlgorithmSpec& spec);

@@ -784,19 +784,19 @@ TEST(SparsityConfig, RegistryRules) {
             "unknown algorithm 'rigel'; registered: gmp, rigl, set, shift, static");
   EXPECT_EQ(
       error_of([] { make_algorithm(make_spec("static", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(1))); }),
-      "static: takes no update schedule (its masks never change)");
+      "static takes no update schedule: its masks never change");
   EXPECT_EQ(error_of([] { make_algorithm(make_spec("static", LevelSchedule::linear(0.1, 0.01))); }),
-            "static: needs a constant sparsity, got linear(init=0.1, slope=0.01)");
+            "expected a number in [0, 1) (static keeps one fixed level), got linear(init=0.1, slope=0.01)");
   EXPECT_EQ(
       error_of([] { make_algorithm(make_spec("gmp", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(1))); }),
-      "gmp: needs a sparsity schedule that changes with the step, got constant(0.5)");
+      "expected a schedule that changes with the step (gmp never prunes at a constant level), got constant(0.5)");
   EXPECT_EQ(error_of([] {
               make_algorithm(make_spec("gmp", LevelSchedule::linear(0.1, 0.01), {}, UpdateSchedule::every(1),
                                        LevelSchedule::constant(0.3)));
             }),
-            "gmp: takes no drop_fraction");
+            "gmp takes no drop_fraction: it does not regrow connections");
   EXPECT_EQ(error_of([] { make_algorithm(make_spec("set", LevelSchedule::constant(0.5))); }),
-            "set: needs an update schedule");
+            "missing 'update': set needs an update schedule ({freq, start, stop} or {steps: [...]})");
   AlgorithmSpec extra = make_spec("static", LevelSchedule::constant(0.5));
   extra.extra["shift"] = "1";
   EXPECT_EQ(error_of([&] { make_algorithm(extra); }), "static: unknown extra key 'shift' (it takes none)");
@@ -928,7 +928,7 @@ sparsity:
   EXPECT_EQ(load_error("sparsity: {algorithm: set, sparsity: [], update: {freq: 10}}"),
             "cfg.yaml:1:38: sparsity.sparsity: expected at least one level, got an empty list");
   EXPECT_EQ(load_error("sparsity: 1.0"),
-            "cfg.yaml:1:11: sparsity: expected a number in [0, 1) (static sparsity), got 1.0");
+            "cfg.yaml:1:11: sparsity: expected a number in [0, 1) (static keeps one fixed level), got 1.0");
   EXPECT_EQ(load_error("sparsity: ten"),
             "cfg.yaml:1:11: sparsity: expected a sparsity section: a number (static sparsity), a mapping, a list of "
             "mappings (groups) or {groups: [...]}, got 'ten'");
@@ -961,11 +961,11 @@ sparsity:
   // Scalars of any length are typed without recursion (std::regex overflowed the stack here).
   const std::string digits(200000, '7');
   EXPECT_EQ(load_error(("sparsity: " + digits).c_str()),
-            "cfg.yaml:1:11: sparsity: expected a number in [0, 1) (static sparsity), got " + digits.substr(0, 57) +
-                "...");
+            "cfg.yaml:1:11: sparsity: expected a number in [0, 1) (static keeps one fixed level), got " +
+                digits.substr(0, 57) + "...");
   EXPECT_EQ(load_error(("sparsity: 0." + digits + "e-" + digits).c_str()),
-            "cfg.yaml:1:11: sparsity: expected a number in [0, 1) (static sparsity), got 0." + digits.substr(0, 55) +
-                "...");
+            "cfg.yaml:1:11: sparsity: expected a number in [0, 1) (static keeps one fixed level), got 0." +
+                digits.substr(0, 55) + "...");
 }
 
 TEST(SparsityConfigErrors, AlgorithmKeyRules) {
@@ -1154,8 +1154,7 @@ sparsity:
             "distribution or overrides");
   // Every top-level setting is checked, even when every block overrides it.
   EXPECT_EQ(load_error("sparsity: {type: sideband, sparsity: 2.0, param_name_patterns: {fc1: {sparsity: 0.5}}}"),
-            "cfg.yaml:1:38: sparsity.sparsity: expected a float in [0, 1) (the sideband form takes no integers: write "
-            "0.0, not 0), got 2.0");
+            "cfg.yaml:1:38: sparsity.sparsity: expected a number in [0, 1) (static keeps one fixed level), got 2.0");
   EXPECT_EQ(load_error("sparsity: {type: sideband, sparsity: 0.5, param_name_patterns: ['fc(1']}"),
             "cfg.yaml:1:65: sparsity.param_name_patterns[0]: parameter filter 'fc(1': bad regular expression at offset "
             "4: missing closing parenthesis");
