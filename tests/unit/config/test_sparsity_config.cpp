@@ -101,7 +101,8 @@ class Shift final : public DynamicSparsityAlgorithm {
   int shift_;
 };
 
-// Registered once per process, before any test that reads the registry's names.
+// Registered once per process, before any test that reads the registry's names: shift, and
+// regrow, a SET that needs its drop_fraction (no built-in requires one).
 void register_shift() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -115,6 +116,11 @@ void register_shift() {
           return std::make_unique<Shift>(s.sparsity, *s.update, shift, s.options);
         },
         keys);
+    register_algorithm("regrow",
+                       [](const AlgorithmSpec& s) {
+                         return std::make_unique<SET>(s.sparsity, *s.update, *s.drop_fraction, s.options);
+                       },
+                       {KeyRule::Required, KeyRule::Required, LevelRule::Any, {}});
   });
 }
 
@@ -765,7 +771,7 @@ TEST(SparsityConfig, DropAndGrowExtraKeysAreChecked) {
 
 TEST(SparsityConfig, RegistryRules) {
   register_shift();
-  EXPECT_EQ(registered_algorithms(), (std::vector<std::string>{"gmp", "rigl", "set", "shift", "static"}));
+  EXPECT_EQ(registered_algorithms(), (std::vector<std::string>{"gmp", "regrow", "rigl", "set", "shift", "static"}));
   auto factory = [](const AlgorithmSpec& s) { return std::make_unique<Static>(0.5, s.options); };
   EXPECT_EQ(error_of([&] { register_algorithm("rigl", factory); }), "register_algorithm: 'rigl' is already registered");
   EXPECT_EQ(error_of([&] { register_algorithm("My-Algo", factory); }),
@@ -777,11 +783,11 @@ TEST(SparsityConfig, RegistryRules) {
   keys.extra = {"update"};
   EXPECT_EQ(error_of([&] { register_algorithm("clash", factory, keys); }),
             "register_algorithm: 'clash' declares extra key 'update', which every algorithm already has");
-  EXPECT_EQ(registered_algorithms().size(), 5u) << "failed registrations leave nothing behind";
+  EXPECT_EQ(registered_algorithms().size(), 6u) << "failed registrations leave nothing behind";
 
   // make_algorithm checks a hand-built spec the same way.
   EXPECT_EQ(error_of([] { make_algorithm(make_spec("rigel", LevelSchedule::constant(0.5))); }),
-            "unknown algorithm 'rigel'; registered: gmp, rigl, set, shift, static");
+            "unknown algorithm 'rigel'; registered: gmp, regrow, rigl, set, shift, static");
   EXPECT_EQ(
       error_of([] { make_algorithm(make_spec("static", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(1))); }),
       "static takes no update schedule: its masks never change");
@@ -861,8 +867,8 @@ sparsity:
   algorithm: rigel
   sparsity: 0.9
 )"),
-            "cfg.yaml:2:14: sparsity.algorithm: unknown algorithm 'rigel'; registered: gmp, rigl, set, shift, static "
-            "(did you mean 'rigl'?)");
+            "cfg.yaml:2:14: sparsity.algorithm: unknown algorithm 'rigel'; registered: gmp, regrow, rigl, set, shift, "
+            "static (did you mean 'rigl'?)");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, param_name_patterns: [fc1]}"),
             "cfg.yaml:1:27: sparsity.param_name_patterns: unknown key in a 2.2+ group: regex 'param_name_patterns' "
             "belong to the sideband form (type: sideband) and the 2.0-2.1 form (type without algorithm); 2.2+ selects "
@@ -1001,6 +1007,80 @@ sparsity:
   EXPECT_EQ(load_error("sparsity: {type: rigl, sparsity: 0.9, param_name_patterns: [fc1]}"),
             "cfg.yaml:1:11: sparsity: missing 'schedule': rigl needs an update schedule ({freq, start, stop} or "
             "{steps: [...]})");
+}
+
+// Each rule of an algorithm's keys has one message, the registry's: the C++ API (make_algorithm on a
+// hand-built spec) throws it as is, and the 2.2+ and 2.0-2.1 forms put it after the offending key's
+// file:line:column and path, or the group's when a key is missing.
+TEST(SparsityConfigErrors, EachRuleHasOneMessageInEveryForm) {
+  register_shift();
+  const auto api_error = [](const AlgorithmSpec& spec) { return error_of([&] { make_algorithm(spec); }); };
+
+  // update, rejected.
+  const std::string no_update = "static takes no update schedule: its masks never change";
+  EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, update: {freq: 10}}"),
+            "cfg.yaml:1:27: sparsity.update: " + no_update);
+  EXPECT_EQ(load_error("sparsity: {type: static, sparsity: 0.5, schedule: {freq: 10}}"),
+            "cfg.yaml:1:41: sparsity.schedule: " + no_update);
+  EXPECT_EQ(api_error(make_spec("static", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(10))), no_update);
+
+  // update, required: the message names the key as the form spells it.
+  const auto needs_update = [](const char* key) {
+    return fmt::format("missing '{}': rigl needs an update schedule ({{freq, start, stop}} or {{steps: [...]}})", key);
+  };
+  EXPECT_EQ(load_error("sparsity: {algorithm: rigl, sparsity: 0.9}"),
+            "cfg.yaml:1:11: sparsity: " + needs_update("update"));
+  EXPECT_EQ(load_error("sparsity: {type: rigl, sparsity: 0.9, param_name_patterns: [fc1]}"),
+            "cfg.yaml:1:11: sparsity: " + needs_update("schedule"));
+  EXPECT_EQ(api_error(make_spec("rigl", LevelSchedule::constant(0.9))), needs_update("update"));
+
+  // drop_fraction, rejected.
+  const std::string no_drop = "gmp takes no drop_fraction: it does not regrow connections";
+  EXPECT_EQ(load_error("sparsity: {algorithm: gmp, sparsity: [0.2, 0.4], update: {freq: 10}, drop_fraction: 0.3}"),
+            "cfg.yaml:1:70: sparsity.drop_fraction: " + no_drop);
+  EXPECT_EQ(load_error("sparsity: {type: gmp, sparsity: [0.2, 0.4], schedule: {freq: 10}, drop_fraction: 0.3}"),
+            "cfg.yaml:1:67: sparsity.drop_fraction: " + no_drop);
+  EXPECT_EQ(api_error(make_spec("gmp", LevelSchedule::cycling({0.2, 0.4}), {}, UpdateSchedule::every(10),
+                                LevelSchedule::constant(0.3))),
+            no_drop);
+
+  // drop_fraction, required (a user algorithm's rule).
+  const std::string needs_drop = "missing 'drop_fraction': regrow needs one";
+  EXPECT_EQ(load_error("sparsity: {algorithm: regrow, sparsity: 0.5, update: {freq: 10}}"),
+            "cfg.yaml:1:11: sparsity: " + needs_drop);
+  EXPECT_EQ(load_error("sparsity: {type: regrow, sparsity: 0.5, schedule: {freq: 10}}"),
+            "cfg.yaml:1:11: sparsity: " + needs_drop);
+  EXPECT_EQ(api_error(make_spec("regrow", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(10))), needs_drop);
+  EXPECT_EQ(describe(load("sparsity: {algorithm: regrow, sparsity: 0.5, update: {freq: 10}, drop_fraction: 0.2}")),
+            std::vector<std::string>{describe(make_spec("regrow", LevelSchedule::constant(0.5), {},
+                                                        UpdateSchedule::every(10), LevelSchedule::constant(0.2)))});
+
+  // The level, constant in [0, 1): a config's value is quoted as written, a spec's described.
+  const std::string constant = "expected a number in [0, 1) (static keeps one fixed level), got ";
+  EXPECT_EQ(load_error("sparsity: {algorithm: static, sparsity: 1.0}"),
+            "cfg.yaml:1:41: sparsity.sparsity: " + constant + "1.0");
+  EXPECT_EQ(load_error("sparsity: {type: static, sparsity: [0.5], param_name_patterns: [fc1]}"),
+            "cfg.yaml:1:36: sparsity.sparsity: " + constant + "a list");
+  EXPECT_EQ(api_error(make_spec("static", LevelSchedule::constant(1.0))), constant + "constant(1)");
+  EXPECT_EQ(api_error(make_spec("static", LevelSchedule::cycling({0.5}))), constant + "cycling([0.5])");
+
+  // The level, changing with the step.
+  const std::string changing =
+      "expected a schedule that changes with the step (gmp never prunes at a constant level), got constant(0.5)";
+  EXPECT_EQ(load_error("sparsity: {algorithm: gmp, sparsity: {type: constant, value: 0.5}, update: {freq: 10}}"),
+            "cfg.yaml:1:38: sparsity.sparsity: " + changing);
+  EXPECT_EQ(load_error("sparsity: {type: gmp, sparsity: {type: constant, value: 0.5}, schedule: {freq: 10}}"),
+            "cfg.yaml:1:33: sparsity.sparsity: " + changing);
+  EXPECT_EQ(api_error(make_spec("gmp", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(10))), changing);
+
+  // The other places a config names a rule's key: items of `groups:`, the bare number, the sideband.
+  EXPECT_EQ(load_error("sparsity: {groups: [{algorithm: static, sparsity: 0.5, update: {freq: 10}}]}"),
+            "cfg.yaml:1:56: sparsity.groups[0].update: " + no_update);
+  EXPECT_EQ(load_error("sparsity: 1.0"), "cfg.yaml:1:11: sparsity: " + constant + "1.0");
+  EXPECT_EQ(load_error("sparsity: {type: sideband, sparsity: 1.0}"),
+            "cfg.yaml:1:38: sparsity.sparsity: " + constant + "1.0");
+  EXPECT_EQ(load_error("sparsity: {type: sideband, param_name_patterns: {fc1: {sparsity: -0.5}}}"),
+            "cfg.yaml:1:66: sparsity.param_name_patterns.fc1.sparsity: " + constant + "-0.5");
 }
 
 TEST(SparsityConfigErrors, SchedulesAndUpdates) {
