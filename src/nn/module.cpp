@@ -129,9 +129,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     if (const StateTensor* mask = state.find(p.name() + "_mask")) {
       check_shape(*mask);
       if (!mask->is_mask) fail("state dict: tensor '{}' should be a mask", mask->name);
-      if (!p.is_sparse())
-        fail("state dict: '{}' has a mask but the parameter is dense; apply the sparsity config before loading",
-             mask->name);
+      if (!p.is_sparse()) fail("state dict: '{}' has a mask but the parameter is dense", mask->name);
       Mask m(p.rows(), p.cols());
       std::copy(mask->keep.begin(), mask->keep.end(), m.data());
       p.set_mask(m);

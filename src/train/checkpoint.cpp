@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <regex>
@@ -52,7 +53,7 @@ struct Listing {
 Listing scan(const std::string& dir) {
   static const std::regex checkpoint(R"(checkpoint_(\d{1,18})\.(safetensors|state\.safetensors|done))");
   static const std::regex temporary(
-      R"((checkpoint_\d{1,18}\.(safetensors|state\.safetensors|done)|params\.yaml|metrics\.jsonl)\.tmp-\d+)");
+      R"((checkpoint_\d{1,18}\.(safetensors|state\.safetensors|done)|params(\.to_step_\d{1,18})?\.yaml|metrics\.jsonl)\.tmp-\d+)");
   Listing l;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
@@ -145,7 +146,10 @@ void prune_checkpoints(const std::string& dir, int64_t keep) {
 }
 
 std::string checkpoint_state_path_of(const std::string& model_path) {
-  const std::string suffix = ".safetensors";
+  const std::string state_suffix = ".state.safetensors", suffix = ".safetensors";
+  if (model_path.ends_with(state_suffix))
+    fail("{}: is a checkpoint's state file; give its model file, {}", model_path,
+         model_path.substr(0, model_path.size() - state_suffix.size()) + suffix);
   if (!model_path.ends_with(suffix)) fail("{}: a checkpoint's model file ends in .safetensors", model_path);
   return model_path.substr(0, model_path.size() - suffix.size()) + ".state.safetensors";
 }
@@ -165,6 +169,29 @@ TrainerState trainer_state_of(const SafetensorsFile& state, const std::string& s
   return trainer_state_from_json(j, state_path);
 }
 
+// A model file to train or evaluate from holds finite weights only. NaN in a file without masks
+// is Cerebras' NaN form (NaN marks a pruned weight), which `inspect --import-nan` converts; any
+// other non-finite value is a value gone wrong.
+SafetensorsFile read_model_file(const std::string& path) {
+  SafetensorsFile file = read_safetensors(path);
+  const bool masks = std::ranges::any_of(file.tensors.tensors, [](const StateTensor& t) { return t.is_mask; });
+  for (const StateTensor& t : file.tensors.tensors) {
+    const auto bad = std::ranges::find_if(t.values, [](float v) { return !std::isfinite(v); });
+    if (bad == t.values.end()) continue;
+    const auto at = bad - t.values.begin();
+    if (std::isnan(*bad) && !masks)
+      fail(
+          "{}: tensor '{}' holds NaN (value {}) and the file has no masks: Cerebras' NaN form, where NaN marks a "
+          "pruned weight. Convert it first: sparsetrain inspect {} --import-nan CONVERTED.safetensors",
+          path, t.name, at, path);
+    fail(
+        "{}: tensor '{}' holds the non-finite value {} (value {}): the weights went wrong (a diverged run?); start "
+        "from an earlier checkpoint",
+        path, t.name, *bad, at);
+  }
+  return file;
+}
+
 }  // namespace
 
 CheckpointState read_checkpoint_state(const std::string& model_path) {
@@ -176,7 +203,7 @@ CheckpointState read_checkpoint_state(const std::string& model_path) {
 }
 
 void load_model_weights(const std::string& model_path, Module& model) {
-  SafetensorsFile file = read_safetensors(model_path);
+  SafetensorsFile file = read_model_file(model_path);
   StateDict weights;
   for (StateTensor& t : file.tensors.tensors)
     if (!t.is_mask) weights.add(std::move(t));  // masks stay in `file`, found by name below
@@ -201,11 +228,12 @@ void load_model_weights(const std::string& model_path, Module& model) {
 }
 
 std::optional<TrainerState> load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer) {
-  const SafetensorsFile file = read_safetensors(model_path);
+  const SafetensorsFile file = read_model_file(model_path);
   try {
     model.load_state_dict(file.tensors, /*strict=*/true);
   } catch (const Error& e) {
-    fail("{}: does not fit this model: {}", model_path, e.what());
+    fail("{}: does not fit this model: {}; use the config it was trained with (params.yaml in its model directory)",
+         model_path, e.what());
   }
   if (optimizer == nullptr) return std::nullopt;
   CheckpointState state = read_checkpoint_state(model_path);

@@ -39,13 +39,15 @@ void save_checkpoint(const std::string& dir, const Module& model, const Optimize
 // Steps of the complete checkpoints in `dir`, ascending.
 std::vector<int64_t> complete_checkpoints(const std::string& dir);
 // Removes what interrupted writes left in the model directory `dir`: temporary files
-// (`<file>.tmp-<pid>` of checkpoints, params.yaml and metrics.jsonl) and every file of an
-// incomplete checkpoint, never a complete checkpoint's. Returns the names of the removed files.
+// (`<file>.tmp-<pid>` of checkpoints, params.yaml, params.to_step_N.yaml and metrics.jsonl) and
+// every file of an incomplete checkpoint, never a complete checkpoint's. Returns the names of the
+// removed files.
 std::vector<std::string> remove_interrupted_saves(const std::string& dir);
 // Removes all but the newest `keep` complete checkpoints, and everything incomplete.
 void prune_checkpoints(const std::string& dir, int64_t keep);
 
-// The state file beside a model file: checkpoint_N.safetensors -> checkpoint_N.state.safetensors.
+// The state file beside a model file: checkpoint_N.safetensors -> checkpoint_N.state.safetensors
+// (a state file given as the model file is an Error naming the model file to give).
 std::string checkpoint_state_path_of(const std::string& model_path);
 // The state file beside a model file, read once: the optimizer's tensors and the trainer state.
 struct CheckpointState {
@@ -58,7 +60,8 @@ struct CheckpointState {
 CheckpointState read_checkpoint_state(const std::string& model_path);
 
 // Loads a model file's tensors into `model` (strict: every parameter and mask must be there with
-// its shape). With `optimizer`, also the state file beside it (`checkpoint_N.state.safetensors`)
+// its shape; every value finite: a file in Cerebras' NaN form is refused with the command that
+// converts it). With `optimizer`, also the state file beside it (`checkpoint_N.state.safetensors`)
 // and returns its trainer state; an Error names the file and the mismatched tensor or field.
 std::optional<TrainerState> load_checkpoint(const std::string& model_path, Module& model, Optimizer* optimizer);
 // Copies a state file's buffers into `optimizer` (same optimizer, one tensor per parameter and key,
@@ -69,7 +72,8 @@ void load_optimizer_state(const CheckpointState& state, Optimizer& optimizer);
 // new run from another's weights, e.g. dense fine-tuning after sparse pre-training (SPDF): a mask
 // in the file for a parameter this model keeps dense is dropped (the zeros at its pruned positions
 // become trainable), and a sparse parameter without a mask in the file keeps this model's mask.
-// Shapes must match; a missing or unknown tensor is an Error naming the file and the tensor.
+// Shapes must match and values be finite (as load_checkpoint); a missing or unknown tensor is an
+// Error naming the file and the tensor.
 void load_model_weights(const std::string& model_path, Module& model);
 
 }  // namespace sparsetrain

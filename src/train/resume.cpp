@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -17,14 +18,26 @@ using json = nlohmann::json;
 
 namespace {
 
-// A model directory with files of a run but no complete checkpoint is never trained over.
-void check_fresh_directory(const std::string& dir) {
-  for (const char* name : {"metrics.jsonl", "params.yaml"})
-    if (fs::exists(fs::path(dir) / name))
-      fail(
-          "{}: holds a run ({}) but no complete checkpoint to resume from; choose another --model_dir or remove "
-          "the directory",
-          dir, name);
+// A model directory with files of a run but no complete checkpoint holds a run that died before
+// its first checkpoint: nothing to resume, so the run starts afresh and the dead attempt's
+// files are kept beside it as <name>.interrupted-<k><extension>, k the first number free for all.
+void set_aside_dead_run(const std::string& dir) {
+  const std::vector<fs::path> files = {fs::path(dir) / "metrics.jsonl", fs::path(dir) / "params.yaml"};
+  auto aside = [](const fs::path& file, int k) {
+    return fs::path(file).replace_filename(
+        fmt::format("{}.interrupted-{}{}", file.stem().string(), k, file.extension().string()));
+  };
+  int k = 1;
+  while (std::ranges::any_of(files, [&](const fs::path& f) { return fs::exists(aside(f, k)); })) ++k;
+  std::vector<std::string> kept;
+  for (const fs::path& file : files) {
+    if (!fs::exists(file)) continue;
+    fs::rename(file, aside(file, k));
+    kept.push_back(aside(file, k).filename().string());
+  }
+  if (!kept.empty())
+    fmt::print("{}: the run there stopped before its first checkpoint; starting afresh (its files are kept as {})\n",
+               dir, fmt::join(kept, ", "));
 }
 
 }  // namespace
@@ -38,16 +51,22 @@ void check_same_run(const TrainerState& saved, const Setup& s, const std::string
         state_path, field, text(there), of.empty() ? "" : fmt::format(" for '{}'", of), text(here));
   };
   if (saved.model != s.model->describe()) refuse("model", saved.model, s.model->describe());
-  if (!training) return;
-  if (saved.seed != s.seed) refuse("runconfig.seed", saved.seed, s.seed);
-  if (saved.optimizer != s.optimizer->name()) refuse("optimizer.optimizer_type", saved.optimizer, s.optimizer->name());
+  if (training && saved.seed != s.seed) refuse("runconfig.seed", saved.seed, s.seed);
+  if (training && saved.optimizer != s.optimizer->name())
+    refuse("optimizer.optimizer_type", saved.optimizer, s.optimizer->name());
+  // Evaluation needs each parameter sparse or dense as trained (the masks come from the file);
+  // training on needs its whole sparsity config.
   const json& there = saved.sparsity_config;
   const json here = sparsity_config_of(s, saved.progress.step);
+  const json none = {{"algorithm", "none (dense)"}};
   for (const Module::Entry& e : s.model->named_parameters()) {
     const std::string& name = e.param->name();
-    const json none = {{"algorithm", "none (dense)"}};
     const json& a = there.contains(name) ? there.at(name) : none;
     const json& b = here.contains(name) ? here.at(name) : none;
+    if (!training) {
+      if ((a == none) != (b == none)) refuse("sparsity.algorithm", a.at("algorithm"), b.at("algorithm"), name);
+      continue;
+    }
     for (const auto& [key, field] : {std::pair{"algorithm", "sparsity.algorithm"},
                                      {"format", "sparsity.format"},
                                      {"schedule", "sparsity.sparsity"},
@@ -59,6 +78,7 @@ void check_same_run(const TrainerState& saved, const Setup& s, const std::string
 StartPoint resolve_start(Setup& s, const RunOptions& o) {
   const std::string& dir = o.model_dir;
   const bool training = o.mode != RunMode::Eval;
+  if (!o.checkpoint_path.empty()) (void)checkpoint_state_path_of(o.checkpoint_path);  // a model file's path
   // What a killed save left behind is never resumed from; training removes it.
   if (training) {
     const std::vector<std::string> removed = remove_interrupted_saves(dir);
@@ -78,7 +98,7 @@ StartPoint resolve_start(Setup& s, const RunOptions& o) {
                            : !done.empty()      ? checkpoint_model_path(dir, done.back())
                                                 : "";
   if (weights_only && done.empty()) {
-    check_fresh_directory(dir);
+    set_aside_dead_run(dir);
     load_model_weights(o.checkpoint_path, *s.model);
     fmt::print("starting from the weights of {}\n", o.checkpoint_path);
   } else if (!from.empty()) {
@@ -99,7 +119,7 @@ StartPoint resolve_start(Setup& s, const RunOptions& o) {
   } else if (!training) {
     fail("{}: no complete checkpoint to evaluate; train first or give --checkpoint_path", dir);
   } else {
-    check_fresh_directory(dir);
+    set_aside_dead_run(dir);
   }
   const int64_t state_step = state ? state->progress.step : 0;
   if (!resume_from.empty() && training && !done.empty() && done.back() > state_step)

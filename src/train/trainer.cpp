@@ -1,19 +1,22 @@
 #include "train/trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <vector>
 
+#include "config/config_diff.h"
 #include "core/parallel.h"
+#include "core/read_file.h"
 #include "io/atomic_file.h"
 #include "train/checkpoint.h"
 #include "train/evaluation.h"
 #include "train/hooks/checkpointer.h"
 #include "train/hooks/evaluator.h"
-#include "train/hooks/nonfinite_stop.h"
+#include "train/hooks/nonfinite_policy.h"
 #include "train/hooks/stop_signals.h"
 #include "train/hooks/train_log.h"
 #include "train/resume.h"
@@ -28,6 +31,25 @@ namespace {
 int64_t total_steps(const Setup& s) {
   const RunConfig& r = s.config.run;
   return r.max_steps > 0 ? r.max_steps : r.num_epochs * s.data->steps_per_epoch();
+}
+
+// params.yaml holds the config of the run's latest steps. A resumed run whose config differs
+// (key by key; comments and layout aside) says what changed and keeps the earlier config as
+// params.to_step_<N>.yaml, N the step it was used up to.
+void record_config(const Setup& s, const std::string& dir, int64_t start_step) {
+  const fs::path params = fs::path(dir) / "params.yaml";
+  if (start_step == 0 || !fs::exists(params)) {
+    write_file_atomically(params.string(), s.config.text);
+    return;
+  }
+  const std::string before = read_file(params.string());
+  const std::vector<std::string> changes = config_differences(before, s.config.text);
+  if (changes.empty()) return;
+  const fs::path earlier = fs::path(dir) / fmt::format("params.to_step_{}.yaml", start_step);
+  write_file_atomically(earlier.string(), before);
+  write_file_atomically(params.string(), s.config.text);
+  fmt::print("the config differs from the one the run used up to step {} (kept as {}): {}\n", start_step,
+             earlier.string(), fmt::join(changes, "; "));
 }
 
 int evaluate_only(Setup& s, const RunOptions& o, int64_t step) {
@@ -48,17 +70,14 @@ int run(Setup& s, const RunOptions& o) {
   const StartPoint start = resolve_start(s, o);
   if (o.mode == RunMode::Eval) return evaluate_only(s, o, start.progress.step);
 
-  // A run started from another directory's checkpoint records its config too.
-  const fs::path params = fs::path(dir) / "params.yaml";
-  if (start.progress.step == 0 || !fs::exists(params)) write_file_atomically(params.string(), s.config.text);
+  record_config(s, dir, start.progress.step);
   const int64_t steps = total_steps(s);
   Training t(s, o, start.progress, steps);
 
   // In the order they run at each event.
   auto checkpointer = std::make_unique<Checkpointer>(start.saved_step);
   std::vector<std::unique_ptr<TrainerHook>> hooks;
-  if (s.config.run.nonfinite_policy == NonfinitePolicy::Stop)
-    hooks.push_back(std::make_unique<NonFiniteStop>(*checkpointer));
+  hooks.push_back(std::make_unique<NonFinitePolicy>(s.config.run.nonfinite_policy, *checkpointer));
   hooks.push_back(std::make_unique<TrainLog>());
   hooks.push_back(std::make_unique<Evaluator>());
   hooks.push_back(std::move(signals));
@@ -76,19 +95,20 @@ int run(Setup& s, const RunOptions& o) {
   for (int64_t step = t.progress.step + 1; step <= steps; ++step) {
     const StepResult r = train_step(s, step, batch, t.progress.loss.limit(s.config.run.loss_spike_factor));
     for (const auto& hook : hooks) hook->on_step_result(t, step, r);
-    if (!t.stopping()) {
-      t.progress.count(step, r);
-      for (const auto& hook : hooks) hook->on_train_batch_end(t, r);
-      t.bar.update(step);
-    }
-    if (t.stopping() && !t.last_step()) {
-      t.say(t.stopping()->message);
-      return t.stopping()->exit_code;
-    }
+    if (t.stopping()) break;
+    t.progress.count(step, r);
+    for (const auto& hook : hooks) hook->on_train_batch_end(t, r);
+    t.bar.update(step);
+    if (t.stopping()) break;
   }
-  fmt::print("checkpoint: {}\nmetrics: {}\n", checkpoint_model_path(dir, std::max(start.progress.step, steps)),
-             (fs::path(dir) / "metrics.jsonl").string());
-  return 0;
+  if (!t.stopping()) {
+    for (const auto& hook : hooks) hook->on_train_end(t);
+    fmt::print("checkpoint: {}\nmetrics: {}\n", checkpoint_model_path(dir, std::max(start.progress.step, steps)),
+               (fs::path(dir) / "metrics.jsonl").string());
+  }
+  if (!t.stopping()) return 0;
+  t.say(t.stopping()->message);
+  return t.stopping()->exit_code;
 }
 
 }  // namespace sparsetrain

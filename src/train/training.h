@@ -6,6 +6,7 @@
 //                   hooks: on_step_result       (before the step counts; may end the run there)
 //                   progress.count(step, result)
 //                   hooks: on_train_batch_end   (logging, evaluation, stop signals, checkpoints)
+//   hooks: on_train_end                         (may still fail the run)
 //
 // after the Cerebras Model Zoo's trainer callbacks. Each hook has one job (train/hooks/); the
 // loop knows none of them. A hook ends the run with Training::stop, after the current event's
@@ -51,7 +52,7 @@ class Training {
   void say(const std::string& text);
 
   // Ends the run once the hooks of the current event have run: the trainer then says `message`
-  // (unless the step was the last one, which ends the run anyway) and returns `exit_code`.
+  // and returns `exit_code`. The first request counts.
   struct Stop {
     int exit_code;
     std::string message;
@@ -71,6 +72,8 @@ class TrainerHook {
   virtual void on_step_result(Training&, int64_t /*step*/, const StepResult&) {}
   // After progress counted the step (progress.step is its number).
   virtual void on_train_batch_end(Training&, const StepResult&) {}
+  // After the last step, when the run was not stopped before it.
+  virtual void on_train_end(Training&) {}
 };
 
 }  // namespace sparsetrain

@@ -89,15 +89,16 @@ runconfig: {{max_steps: 10, log_steps: 1, checkpoint_steps: 1, keep_checkpoints:
     return steps;
   }
 
-  // Files in the model directory that are neither params.yaml, metrics.jsonl nor part of a
+  // Files in the model directory that are neither params.yaml (or an earlier one), metrics.jsonl nor part of a
   // complete checkpoint: what an interrupted save left.
   std::vector<std::string> leftovers() const {
+    static const std::regex earlier_config(R"(params\.to_step_\d+\.yaml)");  // a resume with other --max_steps
     static const std::regex checkpoint_file(R"(checkpoint_(\d+)\.(safetensors|state\.safetensors|done))");
     const std::vector<int64_t> done = complete_checkpoints(dir_);
     std::vector<std::string> left;
     for (const fs::directory_entry& e : fs::directory_iterator(dir_)) {
       const std::string name = e.path().filename().string();
-      if (name == "params.yaml" || name == "metrics.jsonl") continue;
+      if (name == "params.yaml" || name == "metrics.jsonl" || std::regex_match(name, earlier_config)) continue;
       std::smatch m;
       if (std::regex_match(name, m, checkpoint_file) &&
           std::find(done.begin(), done.end(), std::stoll(m[1].str())) != done.end())

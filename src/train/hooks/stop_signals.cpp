@@ -33,7 +33,7 @@ StopSignals::~StopSignals() {
 
 void StopSignals::on_train_batch_end(Training& t, const StepResult&) {
   const int received = stop_signal;
-  if (received == 0) return;
+  if (received == 0 || t.last_step()) return;  // the last step ends the run anyway, normally
   t.stop(128 + received, fmt::format("stopped by {} after step {}; checkpoint: {} (train again with the same "
                                      "--model_dir to resume)",
                                      received == SIGTERM ? "SIGTERM" : "SIGINT", t.progress.step,

@@ -19,6 +19,7 @@
 #include "data/fashion_mnist.h"
 #include "data/numpy_shuffle.h"
 #include "error_of.h"
+#include "io/nan_form.h"
 #include "io/safetensors.h"
 #include "scoped_setting.h"
 #include "train/checkpoint.h"
@@ -269,20 +270,27 @@ nlohmann::json last_train_row(const fs::path& dir) {
   return last;
 }
 
-// A learning rate of 1e30 overflows the logits at step 2. Skip: every later step is counted and
-// the run ends normally. Stop: exit code 4 with a checkpoint of step 1, the last state whose step
-// was finite.
+// A learning rate of 1e30 overflows the logits at step 2. Skip: every later step is counted, the
+// run goes to its end and fails there (most of it was skipped). Stop: exit code 4 with a checkpoint of step 1, the last
+// state whose step was finite.
 TEST_F(TrainerTest, NonFiniteStepsAreSkippedOrStopTheRun) {
   std::string yaml = config("sparsity: {algorithm: set, sparsity: 0.7, update: {freq: 1}, format: csr}", 6);
   yaml.replace(yaml.find("learning_rate: 0.003, max_gradient_norm: 1.0"), 44, "learning_rate: 1.0e+30");
   ASSERT_NE(yaml.find("1.0e+30"), std::string::npos);
 
+  // Skipped steps 2..6, more than half of the run: it did not train, and says so with exit code 4.
   const fs::path skipped = root_ / "skip";
-  ASSERT_EQ(train(yaml, skipped), 0);
+  ::testing::internal::CaptureStdout();
+  const int code = train(yaml, skipped);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(code, kExitNonFinite);
+  EXPECT_THAT(out, HasSubstr("5 of the run's 6 steps were skipped for a non-finite loss or gradient "
+                             "(runconfig.nonfinite_policy: skip), more than half: the run did not train"));
   const nlohmann::json row = last_train_row(skipped);
   EXPECT_EQ(row["step"], 6);
   EXPECT_EQ(row["skipped"], 5);  // steps 2..6
   EXPECT_TRUE(row["loss"].is_null());
+  EXPECT_EQ(complete_checkpoints(skipped.string()), (std::vector<int64_t>{4, 6}));
 
   std::string stopping = yaml;
   stopping.replace(stopping.find("seed: 3}"), 8, "seed: 3, nonfinite_policy: stop}");
@@ -321,16 +329,27 @@ TEST_F(TrainerTest, LossSpikesAreSkippedAndResumedAlike) {
   EXPECT_EQ(bytes(checkpoint_state_path(whole.string(), 20)), bytes(checkpoint_state_path(parts.string(), 20)));
 }
 
-TEST_F(TrainerTest, RefusesADirectoryWithARunButNoCheckpoint) {
+// A directory whose run died before its first checkpoint holds nothing to resume: the run starts
+// afresh, keeping the dead attempt's files beside it under names of their own, and says so.
+TEST_F(TrainerTest, StartsAfreshOverARunThatDiedBeforeItsFirstCheckpoint) {
   const fs::path dir = root_ / "run";
   fs::create_directories(dir);
   std::ofstream(dir / "metrics.jsonl") << "{\"step\":1}\n";
-  try {
-    train(config("", 4), dir);
-    FAIL() << "trained over a run without checkpoints";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("no complete checkpoint to resume from"));
-  }
+  std::ofstream(dir / "params.yaml") << "# the dead attempt\n";
+  std::ofstream(dir / "metrics.interrupted-1.jsonl") << "{\"step\":2}\n";  // an earlier dead attempt
+  ::testing::internal::CaptureStdout();
+  const int code = train(config("", 4), dir);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(code, 0);
+  EXPECT_THAT(out, HasSubstr(dir.string() +
+                             ": the run there stopped before its first checkpoint; starting afresh (its files are "
+                             "kept as metrics.interrupted-2.jsonl, params.interrupted-2.yaml)"));
+  EXPECT_EQ(bytes(dir / "metrics.interrupted-1.jsonl"), "{\"step\":2}\n");
+  EXPECT_EQ(bytes(dir / "metrics.interrupted-2.jsonl"), "{\"step\":1}\n");
+  EXPECT_EQ(bytes(dir / "params.interrupted-2.yaml"), "# the dead attempt\n");
+  EXPECT_EQ(bytes(dir / "params.yaml"), config("", 4));
+  EXPECT_EQ(last_train_row(dir)["step"], 4);
+  EXPECT_EQ(complete_checkpoints(dir.string()), std::vector<int64_t>{4});
 }
 
 TEST_F(TrainerTest, IgnoresAnIncompleteCheckpoint) {
@@ -384,20 +403,16 @@ TEST_F(TrainerTest, StartRemovesWhatAnInterruptedSaveLeft) {
 }
 
 // A run killed before its first checkpoint was complete left params.yaml and the partial first
-// save: the partial files go, and the directory is still refused rather than trained over.
-TEST_F(TrainerTest, RefusesARunWhoseFirstSaveWasInterrupted) {
+// save: the partial files go, and the run starts afresh with the dead attempt's config kept aside.
+TEST_F(TrainerTest, StartsAfreshOverARunWhoseFirstSaveWasInterrupted) {
   const fs::path dir = root_ / "run";
   fs::create_directories(dir);
   std::ofstream(dir / "params.yaml") << config("", 4);
   std::ofstream(dir / "checkpoint_4.safetensors.tmp-4242") << "partial";
-  try {
-    train(config("", 4), dir);
-    FAIL() << "trained over a run without checkpoints";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("holds a run (params.yaml) but no complete checkpoint to resume from"));
-  }
+  ASSERT_EQ(train(config("", 4), dir), 0);
   EXPECT_FALSE(fs::exists(dir / "checkpoint_4.safetensors.tmp-4242"));
-  EXPECT_TRUE(fs::exists(dir / "params.yaml"));
+  EXPECT_EQ(bytes(dir / "params.interrupted-1.yaml"), config("", 4));
+  EXPECT_EQ(complete_checkpoints(dir.string()), std::vector<int64_t>{4});
 }
 
 // A save that fails (here: its temporary state file cannot be created) reports the file and the
@@ -554,13 +569,18 @@ TEST_F(TrainerTest, ACheckpointOfAnotherConfigIsRefusedNamingTheField) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("sparsity.algorithm 'none (dense)' for " + c_attn + ", this run has 'rigl'"));
   }
-  // Evaluation checks the model; the same config trains on.
+  // Evaluation checks the model and which parameters are sparse (not how); the same config trains on.
   try {
     train(with("n_head: 2", "n_head: 4", config(csr, 8)), dir, RunMode::Eval);
     FAIL() << "evaluated with another model";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("the checkpoint was trained with model 'gpt: 2 layers, 2 heads"));
   }
+  EXPECT_EQ(error_of([&] { train(config("", 8), dir, RunMode::Eval); }),
+            checkpoint_state_path(d, 4) + ": the checkpoint was trained with sparsity.algorithm 'rigl' for " + c_attn +
+                ", this run has 'none (dense)'; use the config it was trained with (params.yaml in its model "
+                "directory)");
+  EXPECT_EQ(train(with("rigl", "set", config(csr, 8)), dir, RunMode::Eval), 0);
   EXPECT_EQ(train(config(csr, 6), dir), 0);
 }
 
@@ -596,6 +616,87 @@ TEST_F(TrainerTest, ACheckpointMissingATrainerStateFieldIsRefusedNamingIt) {
   o.weights_only = true;
   o.progress = false;
   EXPECT_EQ(run(s, o), 0);
+}
+
+// Weights in Cerebras' NaN form (NaN marks a pruned weight, no masks) are refused by every entry
+// point that reads a model file, naming the form and the command that converts it; the converted
+// file starts a run. NaN beside masks is a value gone wrong and refused as such.
+TEST_F(TrainerTest, NanFormWeightsAreRefusedNamingTheConversion) {
+  const std::string csr = "sparsity: {algorithm: static, sparsity: 0.8, format: csr}";
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config(csr, 4), dir), 0);
+  const SafetensorsFile file = read_safetensors(checkpoint_model_path(dir.string(), 4));
+  const std::string nan = (root_ / "nan.safetensors").string();
+  write_safetensors(nan, to_nan_form(file.tensors), file.metadata);
+  const std::string conversion = ": tensor 'transformer.h.0.attn.c_attn.weight' holds NaN (value ";
+  const std::string command =
+      "and the file has no masks: Cerebras' NaN form, where NaN marks a pruned weight. "
+      "Convert it first: sparsetrain inspect " +
+      nan + " --import-nan CONVERTED.safetensors";
+  auto start = [&](const std::string& sparsity, RunMode mode, bool weights_only, const fs::path& to) {
+    TrainConfig c = load_train_config_yaml(config(sparsity, 8), "test.yaml");
+    sparsetrain::Setup s = make_setup(std::move(c), 3, true);
+    RunOptions o;
+    o.mode = mode;
+    o.model_dir = to.string();
+    o.checkpoint_path = nan;
+    o.weights_only = weights_only;
+    o.progress = false;
+    return run(s, o);
+  };
+  for (const auto& [sparsity, weights_only] : {std::pair{csr, true}, {std::string(), true}}) {
+    const std::string message = error_of([&] { start(sparsity, RunMode::Train, weights_only, root_ / "new"); });
+    EXPECT_THAT(message, AllOf(StartsWith(nan + conversion), HasSubstr(command))) << sparsity;
+  }
+  EXPECT_THAT(error_of([&] { start(csr, RunMode::Eval, false, root_ / "eval"); }),
+              AllOf(StartsWith(nan + conversion), HasSubstr(command)));
+  StateDict poisoned = file.tensors;
+  poisoned.find("transformer.h.1.mlp.c_fc.weight")->values[3] = std::nanf("");
+  const std::string bad = (root_ / "bad.safetensors").string();
+  write_safetensors(bad, poisoned, file.metadata);
+  TrainConfig c = load_train_config_yaml(config(csr, 8), "test.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, false);
+  EXPECT_EQ(error_of([&] { load_model_weights(bad, *s.model); }),
+            bad +
+                ": tensor 'transformer.h.1.mlp.c_fc.weight' holds the non-finite value nan (value 3): the weights "
+                "went wrong (a diverged run?); start from an earlier checkpoint");
+}
+
+TEST_F(TrainerTest, AStateFileGivenAsTheModelFileNamesTheModelFile) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  TrainConfig c = load_train_config_yaml(config("", 8), "test.yaml");
+  sparsetrain::Setup s = make_setup(std::move(c), 3, true);
+  RunOptions o;
+  o.mode = RunMode::Eval;
+  o.model_dir = dir.string();
+  o.checkpoint_path = checkpoint_state_path(dir.string(), 4);
+  o.progress = false;
+  EXPECT_EQ(error_of([&] { run(s, o); }), checkpoint_state_path(dir.string(), 4) +
+                                              ": is a checkpoint's state file; give its model file, " +
+                                              checkpoint_model_path(dir.string(), 4));
+}
+
+// A resumed run whose config changed says what changed, keeps the earlier config beside the new
+// params.yaml and goes on; an unchanged config (layout and comments aside) says nothing.
+TEST_F(TrainerTest, AResumeWithAChangedConfigSaysWhatChangedAndKeepsBoth) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  std::string changed = config("", 8);
+  changed.replace(changed.find("learning_rate: 0.003"), 20, "learning_rate: 0.001");
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train(changed, dir), 0);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  const fs::path earlier = dir / "params.to_step_4.yaml";
+  EXPECT_THAT(out, HasSubstr("the config differs from the one the run used up to step 4 (kept as " + earlier.string() +
+                             "): optimizer.learning_rate: 0.003 -> 0.001; runconfig.max_steps: 4 -> 8\n"));
+  EXPECT_EQ(bytes(earlier), config("", 4));
+  EXPECT_EQ(bytes(dir / "params.yaml"), changed);
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train("# the same config\n" + changed, dir), 0);
+  out = ::testing::internal::GetCapturedStdout();
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("the config differs")));
+  EXPECT_EQ(bytes(dir / "params.yaml"), changed);
 }
 
 // Loading a checkpoint itself (one saved without the recorded config) checks the masks: none
