@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/isa.h"
@@ -40,11 +42,16 @@ struct Case {
   bool empty_lines;  // clear some rows and columns of the mask
 };
 
-std::string name_of(const Case& c, CpuIsa isa) {
-  return c.format + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " T=" + std::to_string(c.tokens) +
-         " s=" + std::to_string(c.sparsity) + (c.empty_lines ? " empty-lines" : "") + " isa=" +
-         std::string(isa_name(isa));
+// A case as part of a test name (letters, digits and underscores): csr_37x53_T67_s90,
+// nm2of4_1600x24_T70_s0, bcsr8_96x80_T130_s70_empty_lines.
+std::string name_of(const Case& c) {
+  std::string format = c.format;
+  if (auto colon = format.find(':'); colon != std::string::npos)
+    format = "nm" + format.substr(0, colon) + "of" + format.substr(colon + 1);
+  return fmt::format("{}_{}x{}_T{}_s{}{}", format, c.rows, c.cols, c.tokens, std::lround(c.sparsity * 100),
+                     c.empty_lines ? "_empty_lines" : "");
 }
+void PrintTo(const Case& c, std::ostream* os) { *os << name_of(c); }
 
 Mask make_mask(const Case& c, const FormatSpec& f, uint64_t seed) {
   Mask mask = random_mask(f, c.rows, c.cols, c.sparsity, Philox(seed, "mask"));
@@ -58,8 +65,7 @@ Mask make_mask(const Case& c, const FormatSpec& f, uint64_t seed) {
 }
 
 void run_case(const Case& c, CpuIsa isa) {
-  const std::string where = name_of(c, isa);
-  SCOPED_TRACE(where);
+  SCOPED_TRACE(fmt::format("{} isa={}", name_of(c), isa_name(isa)));
   const FormatSpec format = FormatSpec::parse(c.format, "test");
   const uint64_t seed = static_cast<uint64_t>(c.rows * 1000003 + c.cols * 101 + c.tokens);
   Matrix x(c.tokens, c.cols), dense(c.rows, c.cols), dy(c.tokens, c.rows), bias(1, c.rows);
@@ -215,13 +221,31 @@ std::vector<Case> cases() {
   return all;
 }
 
-TEST(LinearOps, EveryFormatEveryIsaMatchesFloat64Reference) {
-  for (CpuIsa isa : layer_testing::usable_isas())
-    for (const Case& c : cases()) {
-      const layer_testing::IsaCap cap(isa);
-      run_case(c, isa);
-      if (HasFatalFailure()) break;
-    }
+// One test per case and usable ISA, e.g. --gtest_filter='*/bcsr8_37x53_T67_s90_avx2'.
+class LinearPasses : public ::testing::TestWithParam<std::tuple<Case, CpuIsa>> {};
+
+TEST_P(LinearPasses, MatchFloat64Reference) {
+  const auto& [c, isa] = GetParam();
+  const layer_testing::IsaCap cap(isa);
+  run_case(c, isa);
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::tuple<Case, CpuIsa>>& param_info) {
+  return fmt::format("{}_{}", name_of(std::get<0>(param_info.param)), isa_name(std::get<1>(param_info.param)));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryFormatEveryIsa, LinearPasses,
+                         ::testing::Combine(::testing::ValuesIn(cases()),
+                                            ::testing::ValuesIn(layer_testing::usable_isas())),
+                         test_name);
+
+// Cases exist only for the ISAs this machine and build run; the others are reported as skipped.
+TEST(LinearOps, IsasThisMachineCannotRunAreSkipped) {
+  const std::vector<CpuIsa> usable = layer_testing::usable_isas();
+  std::string missing;
+  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512})
+    if (std::find(usable.begin(), usable.end(), isa) == usable.end()) missing.append(" ").append(isa_name(isa));
+  if (!missing.empty()) GTEST_SKIP() << "not usable on this machine or build, so not tested:" << missing;
 }
 
 }  // namespace
