@@ -31,7 +31,7 @@ using AttentionRowsFn = void(int64_t T, int64_t D, float alpha, const float* p, 
 using AttentionColsFn = AttentionRowsFn;
 
 // The implementations for heads of D channels: the first usable of avx512 -> avx2 -> ref for
-// each (see kernel_list.h; SPARSETRAIN_VERBOSE=dispatch names them).
+// each (see kernel_list.h and attention_list.cpp; SPARSETRAIN_VERBOSE=dispatch names them).
 struct AttentionKernels {
   AttentionScoresFn* scores;
   AttentionRowsFn* rows;

@@ -1,8 +1,11 @@
 #pragma once
-// Implementation lists, oneDNN style: each kernel has an ordered list of implementations,
-// fastest ISA first, ending in the reference. The first whose ISA is usable (see core/isa.h)
-// and that does not reject the problem runs. With SPARSETRAIN_VERBOSE=dispatch the choice and
-// every rejection reason are printed whenever the choice for a kernel changes.
+// Implementation lists, oneDNN style: each kernel has an ordered list of implementations, one
+// per (specialization, ISA) the vector code has, fastest ISA first, ending in the reference,
+// which accepts every problem. The first whose ISA is usable (see core/isa.h) and that does not
+// reject the problem runs, and its `run` is the whole kernel: no entry hands a problem on to
+// another (the one reference code inside vector entries, the channel tail of two attention
+// products, is described in attention_list.cpp). With SPARSETRAIN_VERBOSE=dispatch the choice
+// and every rejection reason are printed whenever the choice for a kernel changes.
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,9 +19,9 @@ namespace sparsetrain {
 
 template <typename Problem, typename Fn>
 struct KernelImpl {
-  const char* name;                              // e.g. "spmm_fwd_avx512"
-  CpuIsa isa;                                    // minimum ISA
-  const char* (*rejects)(const Problem&);        // nullptr or a function returning nullptr = accepted
+  const char* name;                        // e.g. "spmm_fwd_bcsr8_avx512"
+  CpuIsa isa;                              // minimum ISA
+  const char* (*rejects)(const Problem&);  // nullptr or a function returning nullptr = accepted
   Fn* run;
 };
 
@@ -47,24 +50,37 @@ const KernelImpl<Problem, Fn>& select_impl(std::string_view kernel,
   fail("{}: no implementation accepts this problem (skipped:{})", kernel, skipped);
 }
 
-// The list of one kernel, `kernel` declared in namespaces avx512, avx2 and ref with the same
-// signature, no rejections: avx512 -> avx2 -> ref, each where the build compiled it.
 template <typename Problem, typename Fn>
 using KernelList = std::vector<KernelImpl<Problem, Fn>>;
+
+// Writing a list. SPARSETRAIN_IMPL(isa, impl, rejects) is the entry for the function isa::impl
+// (isa: avx512, avx2 or ref), named "<impl>_<isa>", with `rejects` nullptr or the function that
+// says why it declines a problem. SPARSETRAIN_IMPL_LIST(entries, kernel) is the list of
+// entries(isa), a macro giving one ISA's entries, for each vector ISA the build compiled, fastest
+// first, then ref::kernel, which takes every problem:
+//
+//   #define SPMM_FWD(isa) SPARSETRAIN_IMPL(isa, spmm_fwd_csr, needs_block<1>)
+//                         SPARSETRAIN_IMPL(isa, spmm_fwd_bcsr4, needs_block<4>) ...
+//   const KernelList<BlockSparseView, SpmmFwdFn> kSpmmFwd = SPARSETRAIN_IMPL_LIST(SPMM_FWD, spmm_fwd);
+//
+// A kernel the vector code does not specialize has one entry per ISA, named "<kernel>_<isa>".
+// Another data type is another list, with its own Fn, written the same way.
+#define SPARSETRAIN_CPU_ISA_avx512 CpuIsa::Avx512
+#define SPARSETRAIN_CPU_ISA_avx2 CpuIsa::Avx2
+#define SPARSETRAIN_CPU_ISA_ref CpuIsa::Ref
+#define SPARSETRAIN_IMPL(isa, impl, rejects) {#impl "_" #isa, SPARSETRAIN_CPU_ISA_##isa, rejects, isa::impl},
 #ifdef SPARSETRAIN_HAVE_AVX512
-#define SPARSETRAIN_AVX512_ENTRY(kernel) {#kernel "_avx512", CpuIsa::Avx512, nullptr, avx512::kernel},
+#define SPARSETRAIN_IF_AVX512(...) __VA_ARGS__
 #else
-#define SPARSETRAIN_AVX512_ENTRY(kernel)
+#define SPARSETRAIN_IF_AVX512(...)
 #endif
 #ifdef SPARSETRAIN_HAVE_AVX2
-#define SPARSETRAIN_AVX2_ENTRY(kernel) {#kernel "_avx2", CpuIsa::Avx2, nullptr, avx2::kernel},
+#define SPARSETRAIN_IF_AVX2(...) __VA_ARGS__
 #else
-#define SPARSETRAIN_AVX2_ENTRY(kernel)
+#define SPARSETRAIN_IF_AVX2(...)
 #endif
-// avx512 -> avx2 -> ref
-#define SPARSETRAIN_KERNEL_LIST(kernel)                                   \
-  {SPARSETRAIN_AVX512_ENTRY(kernel) SPARSETRAIN_AVX2_ENTRY(kernel) \
-   {#kernel "_ref", CpuIsa::Ref, nullptr, ref::kernel}}
+#define SPARSETRAIN_IMPL_LIST(entries, kernel) \
+  { SPARSETRAIN_IF_AVX512(entries(avx512)) SPARSETRAIN_IF_AVX2(entries(avx2)) SPARSETRAIN_IMPL(ref, kernel, nullptr) }
 
 template <typename Problem, typename Fn>
 const KernelImpl<Problem, Fn>& pick(std::string_view kernel, const KernelList<Problem, Fn>& list, const Problem& p) {

@@ -82,7 +82,8 @@ void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView 
 // (tile_sums [tiles x features]), added in tile order.
 void bias_grad(const float* tile_sums, int64_t tiles, int64_t features, float* dbias, bool accumulate = false);
 
-// Reference implementations: the oracle for every other entry, and the last-resort fallback.
+// Reference implementations: the oracle for every other entry, and the last entry of every list
+// (they take any block size and any N:M).
 namespace ref {
 PackRowsFn pack_rows;
 SpmmFwdFn spmm_fwd;
@@ -93,15 +94,19 @@ NmSddmmFn nm_sddmm;
 NmBwdDataFn nm_bwd_data;
 }  // namespace ref
 
-#define SPARSETRAIN_DECLARE_ISA_KERNELS(isa) \
-  namespace isa {                            \
-  PackRowsFn pack_rows;                      \
-  SpmmFwdFn spmm_fwd;                        \
-  CsrBackwardFn csr_backward;                \
-  SddmmFn sddmm;                             \
-  NmFwdFn nm_fwd;                            \
-  NmSddmmFn nm_sddmm;                        \
-  NmBwdDataFn nm_bwd_data;                   \
+// Vector implementations, one per specialization: _csr takes block 1 only, _bcsr<b> b x b blocks
+// only; nm_fwd_n2 takes N = 2 only, nm_fwd_any any N:M; nm_bwd_data_buckets takes M <= 4 only
+// (rows bucketed by kept pattern, NmTransposedView), nm_bwd_data_any any M. csr_backward takes
+// CSR only. The lists (spmm_list.cpp) choose among them.
+#define SPARSETRAIN_DECLARE_ISA_KERNELS(isa)                               \
+  namespace isa {                                                          \
+  PackRowsFn pack_rows;                                                    \
+  SpmmFwdFn spmm_fwd_csr, spmm_fwd_bcsr4, spmm_fwd_bcsr8, spmm_fwd_bcsr16; \
+  CsrBackwardFn csr_backward;                                              \
+  SddmmFn sddmm_csr, sddmm_bcsr4, sddmm_bcsr8, sddmm_bcsr16;               \
+  NmFwdFn nm_fwd_n2, nm_fwd_any;                                           \
+  NmSddmmFn nm_sddmm;                                                      \
+  NmBwdDataFn nm_bwd_data_buckets, nm_bwd_data_any;                        \
   }
 SPARSETRAIN_DECLARE_ISA_KERNELS(avx2)
 SPARSETRAIN_DECLARE_ISA_KERNELS(avx512)

@@ -11,13 +11,51 @@ namespace sparsetrain {
 
 namespace {
 
-const KernelList<BlockSparseView, SpmmFwdFn> kSpmmFwd = SPARSETRAIN_KERNEL_LIST(spmm_fwd);
-const KernelList<BlockSparseView, CsrBackwardFn> kCsrBackward = SPARSETRAIN_KERNEL_LIST(csr_backward);
-const KernelList<BlockSparseView, SddmmFn> kSddmm = SPARSETRAIN_KERNEL_LIST(sddmm);
-const KernelList<NmView, NmFwdFn> kNmFwd = SPARSETRAIN_KERNEL_LIST(nm_fwd);
-const KernelList<NmView, NmSddmmFn> kNmSddmm = SPARSETRAIN_KERNEL_LIST(nm_sddmm);
-const KernelList<NmTransposedView, NmBwdDataFn> kNmBwdData = SPARSETRAIN_KERNEL_LIST(nm_bwd_data);
-const KernelList<PackedTokens, PackRowsFn> kPackRows = SPARSETRAIN_KERNEL_LIST(pack_rows);
+// Why a vector entry declines a problem: each runs one block size (1 = CSR), N:M pattern or
+// range of M, and hands nothing on. The reference entry, last in every list, takes them all.
+template <int kBlock>
+const char* needs_block(const BlockSparseView& w) {
+  static_assert(kBlock == 1 || kBlock == 4 || kBlock == 8 || kBlock == 16);
+  if (w.block == kBlock) return nullptr;
+  return kBlock == 1   ? "needs CSR (block 1)"
+         : kBlock == 4 ? "needs 4x4 blocks"
+         : kBlock == 8 ? "needs 8x8 blocks"
+                       : "needs 16x16 blocks";
+}
+[[maybe_unused]] const char* needs_n2(const NmView& w) { return w.n == 2 ? nullptr : "needs N = 2"; }
+[[maybe_unused]] const char* needs_m4(const NmTransposedView& wt) {
+  return wt.m <= 4 ? nullptr : "needs M <= 4 (rows bucketed by kept pattern)";
+}
+
+// One ISA's entries of each kernel, in the order they are tried.
+#define SPMM_FWD(isa)                                   \
+  SPARSETRAIN_IMPL(isa, spmm_fwd_csr, needs_block<1>)   \
+  SPARSETRAIN_IMPL(isa, spmm_fwd_bcsr4, needs_block<4>) \
+  SPARSETRAIN_IMPL(isa, spmm_fwd_bcsr8, needs_block<8>) \
+  SPARSETRAIN_IMPL(isa, spmm_fwd_bcsr16, needs_block<16>)
+#define SDDMM(isa)                                   \
+  SPARSETRAIN_IMPL(isa, sddmm_csr, needs_block<1>)   \
+  SPARSETRAIN_IMPL(isa, sddmm_bcsr4, needs_block<4>) \
+  SPARSETRAIN_IMPL(isa, sddmm_bcsr8, needs_block<8>) \
+  SPARSETRAIN_IMPL(isa, sddmm_bcsr16, needs_block<16>)
+// The driver refuses a weight that is not CSR before it dispatches.
+#define CSR_BACKWARD(isa) SPARSETRAIN_IMPL(isa, csr_backward, needs_block<1>)
+#define NM_FWD(isa)                          \
+  SPARSETRAIN_IMPL(isa, nm_fwd_n2, needs_n2) \
+  SPARSETRAIN_IMPL(isa, nm_fwd_any, nullptr)
+#define NM_BWD_DATA(isa)                               \
+  SPARSETRAIN_IMPL(isa, nm_bwd_data_buckets, needs_m4) \
+  SPARSETRAIN_IMPL(isa, nm_bwd_data_any, nullptr)
+#define NM_SDDMM(isa) SPARSETRAIN_IMPL(isa, nm_sddmm, nullptr)
+#define PACK_ROWS(isa) SPARSETRAIN_IMPL(isa, pack_rows, nullptr)
+
+const KernelList<BlockSparseView, SpmmFwdFn> kSpmmFwd = SPARSETRAIN_IMPL_LIST(SPMM_FWD, spmm_fwd);
+const KernelList<BlockSparseView, SddmmFn> kSddmm = SPARSETRAIN_IMPL_LIST(SDDMM, sddmm);
+const KernelList<BlockSparseView, CsrBackwardFn> kCsrBackward = SPARSETRAIN_IMPL_LIST(CSR_BACKWARD, csr_backward);
+const KernelList<NmView, NmFwdFn> kNmFwd = SPARSETRAIN_IMPL_LIST(NM_FWD, nm_fwd);
+const KernelList<NmView, NmSddmmFn> kNmSddmm = SPARSETRAIN_IMPL_LIST(NM_SDDMM, nm_sddmm);
+const KernelList<NmTransposedView, NmBwdDataFn> kNmBwdData = SPARSETRAIN_IMPL_LIST(NM_BWD_DATA, nm_bwd_data);
+const KernelList<PackedTokens, PackRowsFn> kPackRows = SPARSETRAIN_IMPL_LIST(PACK_ROWS, pack_rows);
 
 void check_shapes(std::string_view kernel, int64_t w_rows, int64_t w_cols, const PackedTokens& x, MatrixView y) {
   if (x.features != w_cols)

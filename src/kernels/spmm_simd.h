@@ -30,62 +30,80 @@
 #include "kernels/simd/nm.h"
 #include "kernels/simd/pack.h"
 
-namespace sparsetrain::SPARSETRAIN_SIMD_NS {
-
-inline void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
-                     Range block_rows) {
-  switch (w.block) {
-    case 1: return csr_fwd(w, x, bias, y, tiles, block_rows);
-    case 4: return block_fwd<4>(w, x, bias, y, tiles, block_rows);
-    case 8: return block_fwd<8>(w, x, bias, y, tiles, block_rows);
-    case 16: return block_fwd<16>(w, x, bias, y, tiles, block_rows);
-    default: return ref::spmm_fwd(w, x, bias, y, tiles, block_rows);
-  }
-}
-
-inline void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
-                  bool accumulate, Range block_rows) {
-  switch (w.block) {
-    case 1: return csr_sddmm(w, dy, x, dvalues, accumulate, block_rows);
-    case 4: return block_sddmm<4>(w, dy, x, dvalues, accumulate, block_rows);
-    case 8: return block_sddmm<8>(w, dy, x, dvalues, accumulate, block_rows);
-    case 16: return block_sddmm<16>(w, dy, x, dvalues, accumulate, block_rows);
-    default: return ref::sddmm(w, dy, x, dvalues, accumulate, block_rows);
-  }
-}
-
-}  // namespace sparsetrain::SPARSETRAIN_SIMD_NS
-
-// The entry points of spmm.h for this ISA. Those that write a token-major output fence after
+// The entry points of spmm.h for this ISA, one per specialization the list names (spmm_list.cpp
+// rejects the problems each does not take). Those that write a token-major output fence after
 // the kernel, so its streamed lines (store_line) are visible when the threads join.
 namespace sparsetrain::SPARSETRAIN_ISA_NS {
+namespace simd = SPARSETRAIN_SIMD_NS;
+
 void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums) {
-  SPARSETRAIN_SIMD_NS::pack_rows(rows, dst, tile, t0, sums);
+  simd::pack_rows(rows, dst, tile, t0, sums);
 }
-void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
-              Range block_rows) {
-  SPARSETRAIN_SIMD_NS::spmm_fwd(w, x, bias, y, tiles, block_rows);
-  SPARSETRAIN_SIMD_NS::Simd::stream_fence();
+
+void spmm_fwd_csr(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+                  Range block_rows) {
+  simd::csr_fwd(w, x, bias, y, tiles, block_rows);
+  simd::Simd::stream_fence();
 }
+void spmm_fwd_bcsr4(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+                    Range block_rows) {
+  simd::block_fwd<4>(w, x, bias, y, tiles, block_rows);
+  simd::Simd::stream_fence();
+}
+void spmm_fwd_bcsr8(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+                    Range block_rows) {
+  simd::block_fwd<8>(w, x, bias, y, tiles, block_rows);
+  simd::Simd::stream_fence();
+}
+void spmm_fwd_bcsr16(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+                     Range block_rows) {
+  simd::block_fwd<16>(w, x, bias, y, tiles, block_rows);
+  simd::Simd::stream_fence();
+}
+
 void csr_backward(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dwt,
                   Range rows) {
-  SPARSETRAIN_SIMD_NS::csr_backward(wt, dy, x, dx, dwt, rows);
-  SPARSETRAIN_SIMD_NS::Simd::stream_fence();
+  simd::csr_backward(wt, dy, x, dx, dwt, rows);
+  simd::Simd::stream_fence();
 }
-void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
-           Range block_rows) {
-  SPARSETRAIN_SIMD_NS::sddmm(w, dy, x, dvalues, accumulate, block_rows);
+
+void sddmm_csr(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
+               Range block_rows) {
+  simd::csr_sddmm(w, dy, x, dvalues, accumulate, block_rows);
 }
-void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
-  SPARSETRAIN_SIMD_NS::nm_fwd(w, x, bias, y, tiles, rows);
-  SPARSETRAIN_SIMD_NS::Simd::stream_fence();
+void sddmm_bcsr4(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+                 bool accumulate, Range block_rows) {
+  simd::block_sddmm<4>(w, dy, x, dvalues, accumulate, block_rows);
 }
+void sddmm_bcsr8(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+                 bool accumulate, Range block_rows) {
+  simd::block_sddmm<8>(w, dy, x, dvalues, accumulate, block_rows);
+}
+void sddmm_bcsr16(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+                  bool accumulate, Range block_rows) {
+  simd::block_sddmm<16>(w, dy, x, dvalues, accumulate, block_rows);
+}
+
+void nm_fwd_n2(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
+  simd::nm_fwd<2>(w, x, bias, y, tiles, rows);
+  simd::Simd::stream_fence();
+}
+void nm_fwd_any(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
+  simd::nm_fwd<0>(w, x, bias, y, tiles, rows);
+  simd::Simd::stream_fence();
+}
+
 void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate,
               Range rows) {
-  SPARSETRAIN_SIMD_NS::nm_sddmm(w, dy, x, dvalues, accumulate, rows);
+  simd::nm_sddmm(w, dy, x, dvalues, accumulate, rows);
 }
-void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
-  SPARSETRAIN_SIMD_NS::nm_bwd_data(wt, dy, dx, tiles, groups);
-  SPARSETRAIN_SIMD_NS::Simd::stream_fence();
+
+void nm_bwd_data_buckets(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
+  simd::nm_bwd_data<true>(wt, dy, dx, tiles, groups);
+  simd::Simd::stream_fence();
+}
+void nm_bwd_data_any(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
+  simd::nm_bwd_data<false>(wt, dy, dx, tiles, groups);
+  simd::Simd::stream_fence();
 }
 }  // namespace sparsetrain::SPARSETRAIN_ISA_NS

@@ -69,18 +69,16 @@ inline void nm_fwd_block(const NmView& w, const float* xp, int64_t r0, int rows,
   }(std::make_integer_sequence<int, kNmRows - 1>{});
 }
 
-inline void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
-                   Range rows) {
+// kN = 2 for N = 2 only, 0 for any N.
+template <int kN>
+inline void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
   alignas(64) float stage[kNmStage * kTokenTile];
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
     const float* xp = x.tile(tile);
     const int valid = tile_tokens(x, tile);
     for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kNmStage) {
       const int n = static_cast<int>(std::min<int64_t>(kNmStage, rows.end - r0));
-      if (w.n == 2)
-        nm_fwd_block<2>(w, xp, r0, n, stage);
-      else
-        nm_fwd_block<0>(w, xp, r0, n, stage);
+      nm_fwd_block<kN>(w, xp, r0, n, stage);
       store_transposed(stage, n, r0, valid, bias, y, tile * kTokenTile);
     }
   }
@@ -139,9 +137,12 @@ constexpr int kNmBwdVecs = W >= 16 ? 4 : 2;
 constexpr int kNmBwdFeatures = 64;  // dX features staged per transposed store
 
 // out[f] += value * dY[row] over the entries of one bucket, whose kept offsets are the set bits
-// of kMask, for kNmBwdVecs token vectors.
+// of kMask, for kNmBwdVecs token vectors. Out of line: inlined into nm_bwd_data<true>, GCC 12
+// moved the per-entry step of the two-offset buckets into a call of its own, and 2:4
+// backward-data took twice as long.
 template <int kMask>
-inline void nm_bwd_bucket(const float* dyp, const int32_t* row, const float* val, int64_t count, float* out) {
+[[gnu::noinline]] void nm_bwd_bucket(const float* dyp, const int32_t* row, const float* val, int64_t count,
+                                     float* out) {
   constexpr int n = std::popcount(static_cast<unsigned>(kMask));
   V acc[2][n][kNmBwdVecs];
   for (int k = 0; k < 2; ++k)
@@ -204,8 +205,9 @@ inline void nm_bwd_group_any(const NmTransposedView& wt, const int32_t* ptr, con
   }
 }
 
-inline void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles,
-                        Range groups) {
+// kBuckets: M <= 4 only, each bucket in its fixed register code; otherwise any M, through L1.
+template <bool kBuckets>
+inline void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
   const int m = wt.m;
   const int64_t ngroups = wt.groups();
   const int64_t chunk = std::max(1, kNmBwdFeatures / m);  // groups per staged store
@@ -220,7 +222,7 @@ inline void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, Matr
         for (int64_t g = g0; g < g1; ++g) {
           const int32_t* ptr = wt.ptr + (s * ngroups + g) * wt.buckets;
           float* out = stage + (g - g0) * m * kTokenTile;
-          if (m <= 4)
+          if constexpr (kBuckets)
             nm_bwd_group_small(wt, ptr, dyp, out, s > 0);
           else
             nm_bwd_group_any(wt, ptr, dyp, out, s > 0);

@@ -53,6 +53,17 @@ std::string name_of(const Case& c) {
 }
 void PrintTo(const Case& c, std::ostream* os) { *os << name_of(c); }
 
+// The implementation `kernel` must have run for format f on isa: the reference, or the vector
+// entry of f's block size or N:M pattern (kernels/spmm_list.cpp).
+std::string impl_of(const std::string& kernel, const FormatSpec& f, CpuIsa isa) {
+  if (isa == CpuIsa::Ref) return kernel + "_ref";
+  std::string variant;
+  if (kernel == "spmm_fwd" || kernel == "sddmm") variant = "_" + f.name();
+  if (kernel == "nm_fwd") variant = f.n == 2 ? "_n2" : "_any";
+  if (kernel == "nm_bwd_data") variant = f.m <= 4 ? "_buckets" : "_any";
+  return fmt::format("{}{}_{}", kernel, variant, isa_name(isa));
+}
+
 Mask make_mask(const Case& c, const FormatSpec& f, uint64_t seed) {
   Mask mask = random_mask(f, c.rows, c.cols, c.sparsity, Philox(seed, "mask"));
   if (!c.empty_lines) return mask;
@@ -84,14 +95,13 @@ void run_case(const Case& c, CpuIsa isa) {
   LinearWorkspace ws;
   linear_forward(*w, bias.data(), x, y, ws);
   linear_backward(*w, dy, ws, dx, dvalues.data(), dbias.data());
-  const std::string suffix = fmt::format("_{}", isa_name(isa));
   const bool nm = format.kind == FormatKind::NM;
   const bool csr = !nm && format.block == 1;
   for (std::string kernel :
        {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : (csr ? "csr_backward" : "sddmm"), "pack_rows"})
-    ASSERT_EQ(last_dispatch(kernel), kernel + suffix) << "the path under test did not run";
+    ASSERT_EQ(last_dispatch(kernel), impl_of(kernel, format, isa)) << "the path under test did not run";
   if (nm) {
-    ASSERT_EQ(last_dispatch("nm_bwd_data"), "nm_bwd_data" + suffix) << "the path under test did not run";
+    ASSERT_EQ(last_dispatch("nm_bwd_data"), impl_of("nm_bwd_data", format, isa)) << "the path under test did not run";
   }
 
   int64_t nonzero_outputs = 0;
@@ -178,7 +188,7 @@ void run_case(const Case& c, CpuIsa isa) {
   for (int64_t r = 0; r < c.rows; ++r) acc_bias[r] = 1.0f;
   linear_backward(*w, dy, ws, MatrixView{}, acc.data(), acc_bias.data(), true);  // weights only
   if (!nm) {
-    ASSERT_EQ(last_dispatch("sddmm"), "sddmm" + suffix);
+    ASSERT_EQ(last_dispatch("sddmm"), impl_of("sddmm", format, isa));
   }
   // Two float32 sums, in different orders, of c.tokens products no larger than 1.5 * 1.5.
   const double order_tol = 2.0 * static_cast<double>(c.tokens) * 1.2e-7 * 2.25;
