@@ -1,6 +1,7 @@
 // The `sparsetrain` command as a user meets it: JSON lines and tables of `bench linear` and
 // `bench train`, exit codes 0/1/2 with messages naming what was wrong, the ISA cap and dispatch
 // tracing, from options and from the environment.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,14 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli_runner.h"
+#include "core/isa.h"
 
 namespace sparsetrain::testing {
 namespace {
@@ -598,6 +599,34 @@ TEST(CliDispatch, EnvironmentVariablesMatchTheOptions) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(dispatch_line(r.err, "spmm_fwd"), "spmm_fwd -> spmm_fwd_ref (isa cap ref")) << r.err;
   EXPECT_TRUE(contains(r.out, "kernels ref")) << r.out;
+}
+
+// A weight of 8x8 blocks runs the bcsr8 entries of the best ISA, and the trace names each entry
+// tried before them with the reason it declined; capped at ref, the reference runs and says so.
+TEST(CliDispatch, BlockWeightRunsItsBlockEntryAfterTheOthersDecline) {
+  if (cpu_isa() == CpuIsa::Ref) GTEST_SKIP() << "no vector ISA on this machine or in this build";
+  const std::string isa(isa_name(cpu_isa()));
+  auto run = [](const std::string& cap) {
+    std::vector<std::string> args = {"--verbose-dispatch", "--max-isa", cap};
+    for (const std::string& arg : bench_linear({"--format", "bcsr8"})) args.push_back(arg);
+    return run_cli(args, kOneThread);
+  };
+  const CliResult r = run(isa);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string fwd = dispatch_line(r.err, "spmm_fwd");
+  EXPECT_TRUE(contains(fwd, "spmm_fwd -> spmm_fwd_bcsr8_" + isa + " (isa cap " + isa)) << r.err;
+  EXPECT_TRUE(
+      contains(fwd, fmt::format("spmm_fwd_csr_{0}: needs CSR (block 1); spmm_fwd_bcsr4_{0}: needs 4x4 blocks;", isa)))
+      << fwd;
+  EXPECT_FALSE(contains(fwd, "bcsr16")) << "no entry after the chosen one is tried: " << fwd;
+  EXPECT_TRUE(contains(dispatch_line(r.err, "sddmm"), "sddmm -> sddmm_bcsr8_" + isa + " (")) << r.err;
+
+  const CliResult capped = run("ref");
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  const std::string ref_fwd = dispatch_line(capped.err, "spmm_fwd");
+  EXPECT_TRUE(contains(ref_fwd, "spmm_fwd -> spmm_fwd_ref (isa cap ref")) << capped.err;
+  EXPECT_TRUE(contains(ref_fwd, "spmm_fwd_bcsr8_" + isa + ": ISA not usable;")) << ref_fwd;
+  EXPECT_TRUE(contains(dispatch_line(capped.err, "sddmm"), "sddmm -> sddmm_ref (")) << capped.err;
 }
 
 TEST(CliDispatch, SilentWithoutTheFlag) {
