@@ -252,6 +252,7 @@ INSTANTIATE_TEST_SUITE_P(EveryFormatEveryIsa, LinearPasses,
 // Cases exist only for the ISAs this machine and build run; the others are reported as skipped.
 TEST(LinearOps, IsasThisMachineCannotRunAreSkipped) {
   const std::vector<CpuIsa> usable = layer_testing::usable_isas();
+  ASSERT_NE(std::find(usable.begin(), usable.end(), CpuIsa::Ref), usable.end()) << "the reference runs everywhere";
   std::string missing;
   for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512})
     if (std::find(usable.begin(), usable.end(), isa) == usable.end()) missing.append(" ").append(isa_name(isa));
