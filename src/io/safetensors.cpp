@@ -178,6 +178,14 @@ SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std
   if (size < 8)
     fail("{}: {} bytes is too short for a safetensors file; the header length alone takes 8 bytes", name, size);
 
+  // Text at offset 0 (a YAML config, a log, JSON) read as a length is always absurd (at least
+  // 0x0909090909090909); say what the file is instead of quoting that number.
+  const std::string_view first8 = text.substr(0, 8);
+  if (std::all_of(first8.begin(), first8.end(), [](char c) { return (c >= 0x20 && c < 0x7f) || (c >= 9 && c <= 13); }))
+    fail(
+        "{}: not a safetensors file: it starts with the text '{}' at offset 0, where a safetensors file has an "
+        "8-byte little-endian header length",
+        name, escaped(first8));
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | bytes[static_cast<size_t>(i)];
   if (header_size > kMaxHeaderBytes)

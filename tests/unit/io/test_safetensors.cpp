@@ -243,6 +243,19 @@ TEST(SafetensorsRead, RejectsGitLfsPointers) {
             "t.safetensors: this is a Git LFS pointer file, not the checkpoint; fetch the data with `git lfs pull`");
 }
 
+// A text file (a YAML config given by mistake) is named as not a safetensors file instead of
+// having its first 8 characters quoted as an absurd header length.
+TEST(SafetensorsRead, RejectsTextFilesAsNotSafetensors) {
+  const std::string yaml = "model: {name: gpt, n_layer: 2}\ntrain_input: {data: text_file}\n";
+  EXPECT_EQ(read_error(std::vector<uint8_t>(yaml.begin(), yaml.end())),
+            "t.safetensors: not a safetensors file: it starts with the text 'model: {' at offset 0, where a "
+            "safetensors file has an 8-byte little-endian header length");
+  const std::string lines = "# a\n\tb: 1\n";
+  EXPECT_EQ(read_error(std::vector<uint8_t>(lines.begin(), lines.end())),
+            "t.safetensors: not a safetensors file: it starts with the text '# a\\x0a\\x09b: ' at offset 0, where a "
+            "safetensors file has an 8-byte little-endian header length");
+}
+
 TEST(SafetensorsRead, RejectsBadHeaderLengths) {
   std::vector<uint8_t> absurd = file_of("{}");
   absurd[0] = 0x01, absurd[1] = 0xe1, absurd[2] = 0xf5, absurd[3] = 0x05;  // 100000001
