@@ -10,6 +10,7 @@
 #include <functional>
 #include <set>
 
+#include "cli/model_dir.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "nn/sparse_tensors.h"
@@ -68,9 +69,7 @@ std::vector<std::string> labels_of(const PlotOptions& o) {
 }
 
 Run read_run(const std::string& dir, const std::string& label, const std::string& layer) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) fail("--model_dir {}: no such directory", dir);
-  if (!fs::is_directory(dir, ec)) fail("--model_dir {}: not a directory; expected a model directory", dir);
+  require_model_dir(dir);
   Run run{dir, label, read_run_metrics((fs::path(dir) / "metrics.jsonl").string()), read_run_masks(dir, layer)};
   if (run.masks.steps.empty() && !layer.empty())
     fail(

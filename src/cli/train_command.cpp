@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "cli/model_dir.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "models/generate.h"
@@ -27,6 +28,9 @@ RunMode parse_mode(const std::string& mode) {
 }  // namespace
 
 int run_train_command(const TrainCommandOptions& o) {
+  // Evaluation reads the directory's newest checkpoint: a directory that is not there is a
+  // mistyped name, not one to create.
+  if (o.mode == "eval" && o.checkpoint_path.empty()) require_model_dir(o.model_dir);
   TrainConfig config = load_train_config_file(o.params);
   for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
   apply_run_overrides(config, {o.max_steps, o.seed, o.threads});
@@ -48,11 +52,7 @@ int run_generate_command(const GenerateOptions& o) {
   std::string params = o.params, model_path = o.checkpoint_path;
   if (!o.model_dir.empty()) {
     if (params.empty()) params = (fs::path(o.model_dir) / "params.yaml").string();
-    if (model_path.empty()) {
-      const std::vector<int64_t> done = complete_checkpoints(o.model_dir);
-      if (done.empty()) fail("{}: no complete checkpoint to generate from", o.model_dir);
-      model_path = checkpoint_model_path(o.model_dir, done.back());
-    }
+    if (model_path.empty()) model_path = newest_complete_checkpoint(o.model_dir, "generate from");
   }
   if (params.empty() || model_path.empty()) fail("generate: give --model_dir, or --params with --checkpoint_path");
   TrainConfig config = load_train_config_file(params);

@@ -214,6 +214,20 @@ TEST_F(CliCheckpointTools, InspectOfAFileThatIsNotSafetensorsExitsOneNamingIt) {
   EXPECT_EQ(r.out, "");
 }
 
+// Commands that read a model directory say so when it is not there, and create nothing.
+TEST_F(CliCheckpointTools, AMissingModelDirectoryIsNamedAndNotCreated) {
+  const std::string missing = path("doesnotexist");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"generate", "--model_dir", missing},
+        std::vector<std::string>{"eval", "--params", config_, "--model_dir", missing},
+        std::vector<std::string>{"--mode", "eval", "--params", config_, "--model_dir", missing}}) {
+    const CliResult r = run_cli(args, kOneThread);
+    EXPECT_EQ(r.exit_code, 1) << args[0];
+    EXPECT_EQ(r.err, "sparsetrain: error: --model_dir " + missing + ": no such directory\n") << args[0];
+    EXPECT_FALSE(fs::exists(missing)) << args[0];
+  }
+}
+
 // Greedy text is the same every time; sampled text is fixed by the seed and changes with it.
 // Every run continues the prompt with at most --tokens bytes (end-of-text stands for none).
 TEST_F(CliCheckpointTools, GenerateContinuesThePromptAndTheSeedFixesTheSample) {

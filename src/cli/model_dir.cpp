@@ -1,0 +1,26 @@
+#include "cli/model_dir.h"
+
+#include <filesystem>
+#include <vector>
+
+#include "core/error.h"
+#include "train/checkpoint.h"
+
+namespace sparsetrain {
+
+namespace fs = std::filesystem;
+
+void require_model_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) fail("--model_dir {}: no such directory", dir);
+  if (!fs::is_directory(dir, ec)) fail("--model_dir {}: not a directory; expected a model directory", dir);
+}
+
+std::string newest_complete_checkpoint(const std::string& dir, const std::string& purpose) {
+  require_model_dir(dir);
+  const std::vector<int64_t> done = complete_checkpoints(dir);
+  if (done.empty()) fail("{}: no complete checkpoint to {}", dir, purpose);
+  return checkpoint_model_path(dir, done.back());
+}
+
+}  // namespace sparsetrain
