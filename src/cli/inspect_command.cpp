@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
+#include "cli/model_dir.h"
 #include "io/nan_form.h"
 #include "io/safetensors.h"
 #include "nn/sparse_tensors.h"
@@ -13,8 +15,11 @@
 namespace sparsetrain {
 
 int run_inspect_command(const InspectOptions& o) {
-  const SafetensorsFile file = read_safetensors(o.path);
-  fmt::print("{}: {} tensors\n", o.path, file.tensors.tensors.size());
+  // A model directory stands for its newest complete checkpoint, as in `generate`.
+  const std::string path =
+      std::filesystem::is_directory(o.path) ? newest_complete_checkpoint(o.path, "inspect") : o.path;
+  const SafetensorsFile file = read_safetensors(path);
+  fmt::print("{}: {} tensors\n", path, file.tensors.tensors.size());
   for (const auto& [key, value] : file.metadata)
     fmt::print("  metadata {} = {}\n", key, value.size() > 60 ? value.substr(0, 57) + "..." : value);
   // A pruned weight is marked by its `<name>_mask` tensor, or, in a file in Cerebras' NaN form

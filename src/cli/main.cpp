@@ -84,7 +84,9 @@ int main(int argc, char** argv) {
 
   InspectOptions inspect;
   auto* inspect_command = app.add_subcommand("inspect", "Print a checkpoint's tensors, masks and per-layer sparsity");
-  inspect_command->add_option("file", inspect.path, "A safetensors file")->required();
+  inspect_command
+      ->add_option("file", inspect.path, "A safetensors file, or a model directory (its newest complete checkpoint)")
+      ->required();
   inspect_command->add_option("--export-nan", inspect.export_nan, "Also write it in the Cerebras NaN form to this file");
   inspect_command->add_option("--import-nan", inspect.import_nan,
                               "Also write it, read as the Cerebras NaN form, with masks to this file");

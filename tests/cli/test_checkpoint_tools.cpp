@@ -214,6 +214,33 @@ TEST_F(CliCheckpointTools, InspectOfAFileThatIsNotSafetensorsExitsOneNamingIt) {
   EXPECT_EQ(r.out, "");
 }
 
+// A YAML config given to inspect by mistake is named as not a safetensors file, with what was
+// found at offset 0, instead of its first bytes read as a header length.
+TEST_F(CliCheckpointTools, InspectOfAYamlConfigSaysItIsNotASafetensorsFile) {
+  const CliResult r = run_cli({"inspect", config_});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "sparsetrain: error: " + config_ +
+                       ": not a safetensors file: it starts with the text 'model: {' at offset 0, where a safetensors "
+                       "file has an 8-byte little-endian header length\n");
+  EXPECT_EQ(r.out, "");
+}
+
+// `inspect DIR` lists the directory's newest complete checkpoint, as `generate --model_dir` uses it.
+TEST_F(CliCheckpointTools, InspectOfAModelDirectoryListsItsNewestCompleteCheckpoint) {
+  const CliResult file = run_cli({"inspect", checkpoint_});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  const CliResult dir = run_cli({"inspect", run_dir()});
+  ASSERT_EQ(dir.exit_code, 0) << dir.err;
+  EXPECT_EQ(dir.out, file.out);
+  EXPECT_TRUE(dir.out.starts_with(checkpoint_ + ": ")) << dir.out;
+
+  const std::string empty_dir = path("inspect_empty_run");
+  fs::create_directories(empty_dir);
+  const CliResult none = run_cli({"inspect", empty_dir});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "sparsetrain: error: " + empty_dir + ": no complete checkpoint to inspect\n");
+}
+
 // Commands that read a model directory say so when it is not there, and create nothing.
 TEST_F(CliCheckpointTools, AMissingModelDirectoryIsNamedAndNotCreated) {
   const std::string missing = path("doesnotexist");
