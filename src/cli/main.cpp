@@ -48,8 +48,7 @@ int main(int argc, char** argv) {
     if (top_level)
       a->add_option("-m,--mode", t.mode, "train, eval or train_and_eval")
           ->check(CLI::IsMember({"train", "eval", "train_and_eval"}));
-    auto* params = a->add_option("-p,--params", t.params, "The YAML config");
-    if (!top_level) params->required();
+    a->add_option("-p,--params", t.params, "The YAML config (default: the model directory's params.yaml)");
     a->add_option("-o,--model_dir", t.model_dir, "Checkpoints, metrics and the config go here (default model_dir)");
     a->add_option("--max_steps", t.max_steps, "Train up to this step (overrides runconfig)")->check(kAtLeastOne);
     a->add_option("--checkpoint_path", t.checkpoint_path, "Start from / evaluate this checkpoint's model file");
@@ -163,11 +162,12 @@ int main(int argc, char** argv) {
         by_subcommand.mode = train_commands[i]->get_name();
         return run_train_command(by_subcommand);
       }
-    if (top.mode.empty() || top.params.empty()) {
-      std::fprintf(stderr, "sparsetrain: give a subcommand, or --mode and --params (see --help)\n");
-      return 2;
-    }
+    if (top.mode.empty())
+      throw CommandLineError("give a subcommand, or --mode with --params or --model_dir (see --help)");
     return run_train_command(top);
+  } catch (const CommandLineError& e) {
+    std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
+    return 2;
   } catch (const Error& e) {
     std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
     return 1;

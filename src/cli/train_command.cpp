@@ -25,13 +25,26 @@ RunMode parse_mode(const std::string& mode) {
   fail("--mode: expected train, eval or train_and_eval, got '{}'", mode);
 }
 
+// --params, or the model directory's params.yaml (the config its run was trained with) when
+// --params is not given; says which file that was.
+std::string params_of(const TrainCommandOptions& o) {
+  if (!o.params.empty()) return o.params;
+  const std::string saved = (fs::path(o.model_dir) / "params.yaml").string();
+  if (!fs::is_regular_file(saved))
+    throw CommandLineError(fmt::format(
+        "--params is required: --model_dir {} has no params.yaml to use instead; give the YAML config with --params",
+        o.model_dir));
+  fmt::print(stderr, "sparsetrain: note: no --params given; using {}, the config of the model directory\n", saved);
+  return saved;
+}
+
 }  // namespace
 
 int run_train_command(const TrainCommandOptions& o) {
   // Evaluation reads the directory's newest checkpoint: a directory that is not there is a
   // mistyped name, not one to create.
   if (o.mode == "eval" && o.checkpoint_path.empty()) require_model_dir(o.model_dir);
-  TrainConfig config = load_train_config_file(o.params);
+  TrainConfig config = load_train_config_file(params_of(o));
   for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
   apply_run_overrides(config, {o.max_steps, o.seed, o.threads});
   if (config.run.num_threads > 0) set_num_threads(config.run.num_threads);

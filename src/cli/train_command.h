@@ -5,13 +5,21 @@
 #include <optional>
 #include <string>
 
+#include "core/error.h"
 #include "models/generate.h"
 
 namespace sparsetrain {
 
+// A command line that parsed but cannot run as given (a required value missing for this case):
+// exit code 2, like CLI11's own parse errors.
+class CommandLineError : public Error {
+ public:
+  using Error::Error;
+};
+
 struct TrainCommandOptions {
   std::string mode;  // train, eval, train_and_eval
-  std::string params;
+  std::string params;  // empty: <model_dir>/params.yaml when there is one
   std::string model_dir = "model_dir";
   std::optional<int64_t> max_steps;
   std::string checkpoint_path;

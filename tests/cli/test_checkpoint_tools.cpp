@@ -255,6 +255,31 @@ TEST_F(CliCheckpointTools, AMissingModelDirectoryIsNamedAndNotCreated) {
   }
 }
 
+// eval and a resumed train take the model directory's params.yaml when --params is not given,
+// and say so; without either, --params is required (exit 2).
+TEST_F(CliCheckpointTools, EvalAndResumeDefaultToTheModelDirectorysParams) {
+  const CliResult trained = train_tiny_gpt(root_, "resumed", "max_steps: 2, seed: 3", "");
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const std::string dir = path("resumed");
+  const std::string note =
+      "sparsetrain: note: no --params given; using " + dir + "/params.yaml, the config of the model directory\n";
+  const CliResult eval = run_cli({"eval", "--model_dir", dir}, kOneThread);
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_EQ(eval.err, note);
+  EXPECT_TRUE(eval.out.starts_with("eval step 2: loss ")) << eval.out;
+  const CliResult resumed = run_cli({"--mode", "train", "--model_dir", dir, "--max_steps", "3"}, kOneThread);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(resumed.err, note);
+  EXPECT_TRUE(resumed.out.find("training steps 3 to 3") != std::string::npos) << resumed.out;
+
+  const std::string bare = path("no_params_run");
+  fs::create_directories(bare);
+  const CliResult none = run_cli({"train_and_eval", "--model_dir", bare}, kOneThread);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.err, "sparsetrain: error: --params is required: --model_dir " + bare +
+                          " has no params.yaml to use instead; give the YAML config with --params\n");
+}
+
 // Greedy text is the same every time; sampled text is fixed by the seed and changes with it.
 // Every run continues the prompt with at most --tokens bytes (end-of-text stands for none).
 TEST_F(CliCheckpointTools, GenerateContinuesThePromptAndTheSeedFixesTheSample) {
