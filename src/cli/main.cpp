@@ -1,9 +1,14 @@
 // sparsetrain command line. Exit codes (docs/cli.md): 0 success, 1 error while running (the
 // message names what was wrong), 2 invalid command line.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/bench_linear.h"
 #include "cli/bench_train.h"
@@ -11,6 +16,7 @@
 #include "cli/inspect_command.h"
 #include "cli/plot_command.h"
 #include "cli/train_command.h"
+#include "config/yaml_reader.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/verbose.h"
@@ -31,6 +37,50 @@ CLI::Validator at_least(double low, const char* name) {
 const CLI::Validator kAtLeastOne = at_least(1, "POSITIVE");
 const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
 
+// CLI11 option names with each long name in both spellings, so that --max_steps and --max-steps,
+// --max-isa and --max_isa, are the same option ("-o,--model_dir" -> "-o,--model_dir,--model-dir").
+std::string names(const std::string& given) {
+  std::string all = given;
+  std::istringstream in(given);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (!name.starts_with("--")) continue;
+    std::string other = name;
+    const bool underscore = name.find('_') != std::string::npos;
+    std::replace(other.begin() + 2, other.end(), underscore ? '_' : '-', underscore ? '-' : '_');
+    if (other != name) all += "," + other;
+  }
+  return all;
+}
+
+// The command that was being parsed: the deepest subcommand given.
+const CLI::App* deepest_command(const CLI::App* app) {
+  for (const CLI::App* sub : app->get_subcommands())
+    if (sub->parsed()) return deepest_command(sub);
+  return app;
+}
+
+// What CLI11 reports, or, where it met an argument it does not know, that argument with the
+// closest option (or subcommand) of the command it was given to: CLI11 reports a misspelt
+// option as a missing required one when the option was required (`--param` for `--params`).
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
+  const CLI::App* command = deepest_command(&app);
+  const std::string where = command == &app ? "" : fmt::format(" for '{}'", command->get_name());
+  for (const std::string& arg : app.remaining(true)) {
+    std::vector<std::string> candidates;
+    if (arg.starts_with("-")) {
+      const std::string name = arg.substr(0, arg.find('='));
+      for (const CLI::Option* option : command->get_options())
+        for (const std::string& long_name : option->get_lnames()) candidates.push_back("--" + long_name);
+      return fmt::format("unknown option '{}'{}{}", name, where, sparsetrain::config::did_you_mean(name, candidates));
+    }
+    for (const CLI::App* sub : command->get_subcommands({})) candidates.push_back(sub->get_name());
+    if (!candidates.empty())
+      return fmt::format("unknown command '{}'{}{}", arg, where, sparsetrain::config::did_you_mean(arg, candidates));
+    return fmt::format("unexpected argument '{}'{}", arg, where);
+  }
+  return e.what();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,18 +96,19 @@ int main(int argc, char** argv) {
   // cfg.yaml --model_dir DIR) and under the train, eval and train_and_eval subcommands.
   auto add_train_options = [](CLI::App* a, TrainCommandOptions& t, bool top_level) {
     if (top_level)
-      a->add_option("-m,--mode", t.mode, "train, eval or train_and_eval")
+      a->add_option(names("-m,--mode"), t.mode, "train, eval or train_and_eval")
           ->check(CLI::IsMember({"train", "eval", "train_and_eval"}));
-    a->add_option("-p,--params", t.params, "The YAML config (default: the model directory's params.yaml)");
-    a->add_option("-o,--model_dir", t.model_dir, "Checkpoints, metrics and the config go here (default model_dir)");
-    a->add_option("--max_steps", t.max_steps, "Train up to this step (overrides runconfig)")->check(kAtLeastOne);
-    a->add_option("--checkpoint_path", t.checkpoint_path, "Start from / evaluate this checkpoint's model file");
-    a->add_option("--load_checkpoint_states", t.load_checkpoint_states,
+    a->add_option(names("-p,--params"), t.params, "The YAML config (default: the model directory's params.yaml)");
+    a->add_option(names("-o,--model_dir"), t.model_dir,
+                  "Checkpoints, metrics and the config go here (default model_dir)");
+    a->add_option(names("--max_steps"), t.max_steps, "Train up to this step (overrides runconfig)")->check(kAtLeastOne);
+    a->add_option(names("--checkpoint_path"), t.checkpoint_path, "Start from / evaluate this checkpoint's model file");
+    a->add_option(names("--load_checkpoint_states"), t.load_checkpoint_states,
                   "all (default): resume the checkpoint's run; model: only its weights, a new run from step 0")
         ->check(CLI::IsMember({"all", "model"}));
-    a->add_option("--seed", t.seed, "Seed (overrides runconfig.seed)");
-    a->add_option("--threads", t.threads, "Threads (overrides runconfig.num_threads)")->check(kAtLeastOne);
-    a->add_flag("--no-progress", t.no_progress, "No progress bar, even on a terminal");
+    a->add_option(names("--seed"), t.seed, "Seed (overrides runconfig.seed)");
+    a->add_option(names("--threads"), t.threads, "Threads (overrides runconfig.num_threads)")->check(kAtLeastOne);
+    a->add_flag(names("--no-progress"), t.no_progress, "No progress bar, even on a terminal");
   };
   TrainCommandOptions top;
   add_train_options(&app, top, true);
@@ -71,81 +122,101 @@ int main(int argc, char** argv) {
 
   GenerateOptions generate;
   auto* generate_command = app.add_subcommand("generate", "Sample text from a GPT checkpoint");
-  generate_command->add_option("-o,--model_dir", generate.model_dir, "A model directory (its config, newest checkpoint)");
-  generate_command->add_option("-p,--params", generate.params, "The config (default: the model directory's params.yaml)");
-  generate_command->add_option("--checkpoint_path", generate.checkpoint_path, "A model file (default: the newest)");
-  generate_command->add_option("--prompt", generate.prompt, "Text to continue");
-  generate_command->add_option("--tokens", generate.tokens, "Tokens to generate")->check(kAtLeastOne);
-  generate_command->add_option("--temperature", generate.sampling.temperature, "0 is greedy")->check(kNonNegative);
-  generate_command->add_option("--top_k", generate.sampling.top_k, "Sample from the k likeliest tokens (0: all)")
+  generate_command->add_option(names("-o,--model_dir"), generate.model_dir,
+                               "A model directory (its config, newest checkpoint)");
+  generate_command->add_option(names("-p,--params"), generate.params,
+                               "The config (default: the model directory's params.yaml)");
+  generate_command->add_option(names("--checkpoint_path"), generate.checkpoint_path,
+                               "A model file (default: the newest)");
+  generate_command->add_option(names("--prompt"), generate.prompt, "Text to continue");
+  generate_command->add_option(names("--tokens"), generate.tokens, "Tokens to generate")->check(kAtLeastOne);
+  generate_command->add_option(names("--temperature"), generate.sampling.temperature, "0 is greedy")
       ->check(kNonNegative);
-  generate_command->add_option("--seed", generate.sampling.seed, "Sampling seed");
+  generate_command->add_option(names("--top_k"), generate.sampling.top_k, "Sample from the k likeliest tokens (0: all)")
+      ->check(kNonNegative);
+  generate_command->add_option(names("--seed"), generate.sampling.seed, "Sampling seed");
+  generate_command->add_option(names("--threads"), generate.threads, "Threads (default: the config's num_threads)")
+      ->check(kAtLeastOne);
 
   InspectOptions inspect;
   auto* inspect_command = app.add_subcommand("inspect", "Print a checkpoint's tensors, masks and per-layer sparsity");
   inspect_command
       ->add_option("file", inspect.path, "A safetensors file, or a model directory (its newest complete checkpoint)")
       ->required();
-  inspect_command->add_option("--export-nan", inspect.export_nan, "Also write it in the Cerebras NaN form to this file");
-  inspect_command->add_option("--import-nan", inspect.import_nan,
+  inspect_command->add_option(names("--export-nan"), inspect.export_nan,
+                              "Also write it in the Cerebras NaN form to this file");
+  inspect_command->add_option(names("--import-nan"), inspect.import_nan,
                               "Also write it, read as the Cerebras NaN form, with masks to this file");
   PlotOptions plot;
   auto* plot_command = app.add_subcommand("plot", "SVG figures of model directories: loss curves, sparsity, masks");
-  plot_command->add_option("-o,--model_dir", plot.model_dirs, "A model directory (repeat to compare runs)")->required();
-  plot_command->add_option("--label", plot.labels, "A legend label per --model_dir (default: the directory names)");
-  plot_command->add_option("--out", plot.out, "Write the figures into this directory (created if missing)")
+  plot_command->add_option(names("-o,--model_dir"), plot.model_dirs, "A model directory (repeat to compare runs)")
       ->required();
-  plot_command->add_option("--layer", plot.layer,
+  plot_command->add_option(names("--label"), plot.labels,
+                           "A legend label per --model_dir (default: the directory names)");
+  plot_command->add_option(names("--out"), plot.out, "Write the figures into this directory (created if missing)")
+      ->required();
+  plot_command->add_option(names("--layer"), plot.layer,
                            "The parameter whose masks to draw (default: the first sparse one by name)");
   std::string max_isa;
   bool verbose = false;
-  app.add_option("--max-isa", max_isa, "Cap the kernel ISA: avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
-  app.add_flag("--verbose-dispatch", verbose,
+  app.add_option(names("--max-isa"), max_isa, "Cap the kernel ISA: avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
+  app.add_flag(names("--verbose-dispatch"), verbose,
                "Print which kernel implementation ran (as SPARSETRAIN_VERBOSE=dispatch)");
 
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   BenchLinearOptions linear;
   auto* bench_linear = bench->add_subcommand("linear", "Dense (oneDNN) vs sparse linear-layer training step");
-  bench_linear->add_option("--format", linear.formats, "Formats: csr, bcsr4, bcsr8, bcsr16, N:M (e.g. 2:4)");
-  bench_linear->add_option("--sparsity", linear.sparsities, "Sparsity levels in [0, 1)");
-  bench_linear->add_option("--tokens", linear.tokens, "Tokens per step (batch x context)")->check(kAtLeastOne);
-  bench_linear->add_option("--in", linear.in_features, "Input features (paired with --out)")->check(kAtLeastOne);
-  bench_linear->add_option("--out", linear.out_features, "Output features (paired with --in)")->check(kAtLeastOne);
-  bench_linear->add_option("--threads", linear.threads, "Threads (default: OpenMP's)")->check(kAtLeastOne);
-  bench_linear->add_option("--repeats", linear.repeats, "Timed runs per case, median reported")->check(kAtLeastOne);
-  bench_linear->add_option("--seed", linear.seed, "Seed for data and masks");
-  bench_linear->add_option("--peak-gflops", linear.peak_gflops, "FMA peak used for the floor column");
-  bench_linear->add_option("--bandwidth-gbs", linear.bandwidth_gbs, "Memory bandwidth used for the floor column");
-  bench_linear->add_flag("--json", linear.json, "One JSON object per line");
+  bench_linear->add_option(names("--format"), linear.formats, "Formats: csr, bcsr4, bcsr8, bcsr16, N:M (e.g. 2:4)");
+  bench_linear->add_option(names("--sparsity"), linear.sparsities, "Sparsity levels in [0, 1)");
+  bench_linear->add_option(names("--tokens"), linear.tokens, "Tokens per step (batch x context)")->check(kAtLeastOne);
+  bench_linear->add_option(names("--in"), linear.in_features, "Input features (paired with --out)")->check(kAtLeastOne);
+  bench_linear->add_option(names("--out"), linear.out_features, "Output features (paired with --in)")
+      ->check(kAtLeastOne);
+  bench_linear->add_option(names("--threads"), linear.threads, "Threads (default: OpenMP's)")->check(kAtLeastOne);
+  bench_linear->add_option(names("--repeats"), linear.repeats, "Timed runs per case, median reported")
+      ->check(kAtLeastOne);
+  bench_linear->add_option(names("--seed"), linear.seed, "Seed for data and masks");
+  bench_linear->add_option(names("--peak-gflops"), linear.peak_gflops, "FMA peak used for the floor column");
+  bench_linear->add_option(names("--bandwidth-gbs"), linear.bandwidth_gbs,
+                           "Memory bandwidth used for the floor column");
+  bench_linear->add_flag(names("--json"), linear.json, "One JSON object per line");
 
   BenchTrainOptions train_bench;
   auto* bench_train =
       bench->add_subcommand("train", "Training steps of a config's model, dense vs sparse: speed and memory");
-  bench_train->add_option("-p,--params", train_bench.params, "A YAML config with a sparsity section")->required();
-  bench_train->add_option("--steps", train_bench.steps, "Timed steps per case (median reported)")->check(kAtLeastOne);
-  bench_train->add_option("--warmup", train_bench.warmup, "Untimed steps before them")->check(kNonNegative);
-  bench_train->add_option("--rounds", train_bench.rounds, "Alternating dense and sparse processes per case")
+  bench_train->add_option(names("-p,--params"), train_bench.params, "A YAML config with a sparsity section")
+      ->required();
+  bench_train->add_option(names("--steps"), train_bench.steps, "Timed steps per case (median reported)")
       ->check(kAtLeastOne);
-  bench_train->add_option("--threads", train_bench.threads, "Threads (default: the config's, else OpenMP's)")
+  bench_train->add_option(names("--warmup"), train_bench.warmup, "Untimed steps before them")->check(kNonNegative);
+  bench_train->add_option(names("--rounds"), train_bench.rounds, "Alternating dense and sparse processes per case")
       ->check(kAtLeastOne);
-  bench_train->add_option("--seed", train_bench.seed, "Seed (default: the config's)");
-  bench_train->add_flag("--json", train_bench.json, "One JSON object instead of the table");
-  bench_train->add_flag("--profile", train_bench.profile,
+  bench_train->add_option(names("--threads"), train_bench.threads, "Threads (default: the config's, else OpenMP's)")
+      ->check(kAtLeastOne);
+  bench_train->add_option(names("--seed"), train_bench.seed, "Seed (default: the config's)");
+  bench_train->add_flag(names("--json"), train_bench.json, "One JSON object instead of the table");
+  bench_train->add_flag(names("--profile"), train_bench.profile,
                         "Also time each phase of the step (linear layers, attention, head, optimizer, ...)");
-  bench_train->add_option("--case", train_bench.run_case, "Run only this case here and print its JSON (dense, sparse)")
+  bench_train
+      ->add_option(names("--case"), train_bench.run_case, "Run only this case here and print its JSON (dense, sparse)")
       ->group("");  // internal: how the parent starts each measured process
 
   ConfigCommandOptions config;
   auto* config_command =
       app.add_subcommand("config", "Validate a config and print its sparsity groups and per-parameter plan");
-  config_command->add_option("--params", config.params, "The YAML config")->required();
+  config_command->add_option(names("-p,--params"), config.params, "The YAML config")->required();
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "sparsetrain: error: %s\n", parse_error_message(app, e).c_str());
+    return 2;
   }
   try {
     if (!max_isa.empty()) set_max_isa(parse_isa(max_isa, "--max-isa"));

@@ -70,6 +70,8 @@ int run_generate_command(const GenerateOptions& o) {
   if (params.empty() || model_path.empty()) fail("generate: give --model_dir, or --params with --checkpoint_path");
   TrainConfig config = load_train_config_file(params);
   if (!config.is_gpt()) fail("{}: generate needs a gpt model, this config trains an mlp", params);
+  const int threads = o.threads.value_or(config.run.num_threads);
+  if (threads > 0) set_num_threads(threads);
   Setup s = make_setup(std::move(config), 0, /*load_data=*/false);
   load_checkpoint(model_path, *s.model, nullptr);
   const Tokenizer& tokenizer = *s.tokenizer;

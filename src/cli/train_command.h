@@ -38,6 +38,7 @@ struct GenerateOptions {
   std::string prompt = "The";
   int64_t tokens = 200;
   SamplingOptions sampling;
+  std::optional<int> threads;  // else runconfig.num_threads
 };
 
 // Samples text from a GPT checkpoint and prints it.

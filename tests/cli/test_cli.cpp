@@ -547,7 +547,50 @@ TEST(CliErrors, InvalidCommandLinesExitTwo) {
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << fragment << "\n" << r.err;
     EXPECT_TRUE(contains(r.out + r.err, fragment)) << "'" << fragment << "' not in:\n" << r.out << r.err;
+    EXPECT_TRUE(r.err.starts_with("sparsetrain: error: ")) << r.err;
     EXPECT_LT(r.err.size(), 200u) << r.err;  // the message, not a range of every double
+  }
+}
+
+// Every long option takes both spellings, underscore and hyphen: the training options' Model Zoo
+// names (--max_steps) and the others' (--max-isa, --no-progress) alike.
+TEST(CliErrors, EveryLongOptionTakesTheUnderscoreAndTheHyphenSpelling) {
+  const std::string path = tiny_gpt_config("spellings", "");
+  const std::string dir = (std::filesystem::temp_directory_path() / "sparsetrain_test_cli_spellings").string();
+  std::filesystem::remove_all(dir);
+  const CliResult r = run_cli({"--max_isa", "ref", "--verbose_dispatch", "train", "--params", path, "--model-dir", dir,
+                               "--max-steps", "2", "--no_progress", "--load-checkpoint-states", "all"},
+                              kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "training steps 1 to 2")) << r.out;
+  EXPECT_TRUE(contains(r.err, "(isa cap ref")) << r.err;
+  std::filesystem::remove_all(dir);
+  const CliResult bench =
+      run_cli(bench_linear({"--format", "csr", "--peak_gflops", "100", "--bandwidth_gbs", "10"}), kOneThread);
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  // -p is --params in every command that takes a config.
+  const CliResult config = run_cli({"config", "-p", path});
+  ASSERT_EQ(config.exit_code, 0) << config.err;
+}
+
+// A misspelt or unknown option is named with the closest option of its command, also where
+// the option it was meant to be is required; every command-line error has the same prefix.
+TEST(CliErrors, AnUnknownOptionIsNamedWithTheClosestOne) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"config", "--param", "cfg.yaml"}, "unknown option '--param' for 'config' (did you mean '--params'?)"},
+      {{"train", "--param", "cfg.yaml"}, "unknown option '--param' for 'train' (did you mean '--params'?)"},
+      {{"--mode", "train", "--max-step=3"}, "unknown option '--max-step' (did you mean '--max-steps'?)"},
+      {{"plot", "--model_dir", "a", "--outt", "b"}, "unknown option '--outt' for 'plot' (did you mean '--out'?)"},
+      {{"generate", "--zzz"}, "unknown option '--zzz' for 'generate'"},
+      {{"trian", "--params", "cfg.yaml"}, "unknown command 'trian' (did you mean 'train'?)"},
+      {{"inspect", "a", "b"}, "unexpected argument 'b' for 'inspect'"},
+      {{"config"}, "--params is required"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << message;
+    EXPECT_EQ(r.err, "sparsetrain: error: " + message + "\n");
+    EXPECT_EQ(r.out, "");
   }
 }
 
