@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "config/yaml_reader.h"
 #include "core/read_file.h"
@@ -336,7 +338,42 @@ TrainConfig load_train_config_yaml(const std::string& text, const std::string& f
   return read_train_document(Source{file, text});
 }
 
-TrainConfig load_train_config_file(const std::string& path) { return load_train_config_yaml(read_file(path), path); }
+namespace {
+
+// Makes the relative data paths of train_input and eval_input absolute: against the directory of
+// the config file, or the working directory for a config that is not a regular file (a pipe,
+// `--params <(...)`). The config text gets the absolute paths, so its copy in a model directory
+// (params.yaml) reads the same data from wherever it is used.
+void resolve_data_paths(TrainConfig& c) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path base = fs::is_regular_file(c.file, ec) ? fs::absolute(c.file).parent_path() : fs::current_path();
+  std::vector<std::string> resolved;
+  YAML::Node root = YAML::Load(c.text);
+  for (const auto& [in, section] : {std::pair{&c.train_input, "train_input"}, {&c.eval_input, "eval_input"}}) {
+    if (in->path.empty() || fs::path(in->path).is_absolute()) continue;
+    const std::string absolute = (base / in->path).lexically_normal().string();
+    const YAML::Node given = std::as_const(root)[section];
+    if (given.IsDefined() && given.IsMap() && given["path"].IsDefined()) {
+      root[section]["path"] = absolute;
+      resolved.push_back(fmt::format("{}.path {}", section, in->path));
+    }
+    in->path = absolute;
+  }
+  if (resolved.empty()) return;
+  YAML::Emitter out;
+  out << root;
+  c.text = fmt::format("# {} with {} made absolute (relative to {})\n{}\n", c.file, fmt::join(resolved, ", "),
+                       base.string(), out.c_str());
+}
+
+}  // namespace
+
+TrainConfig load_train_config_file(const std::string& path) {
+  TrainConfig c = load_train_config_yaml(read_file(path), path);
+  resolve_data_paths(c);
+  return c;
+}
 
 void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
   std::vector<std::string> given;

@@ -501,6 +501,38 @@ TEST(CliTrain, StopSignalSavesACheckpointAndExitsWith128PlusTheSignal) {
   }
 }
 
+// A relative data path is relative to the config file's directory, wherever the command runs;
+// params.yaml records it absolute, so the model directory's copy finds the same data.
+TEST(CliTrain, ARelativeDataPathIsResolvedAgainstTheConfigsDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "sparsetrain_test_cli_relative";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  ASSERT_NE(fs::current_path(), root);
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog.\n";
+  std::ofstream(root / "corpus.txt") << text;
+  const std::string config = (root / "cfg.yaml").string();
+  std::ofstream(config) << "model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 32}\n"
+                        << "train_input: {data: text_file, path: corpus.txt, tokenizer: byte, batch_size: 4}\n"
+                        << "optimizer: {optimizer_type: adamw, learning_rate: 0.001}\n"
+                        << "runconfig: {max_steps: 2, seed: 3}\n";
+  const std::string dir = (root / "run").string();
+  const CliResult r = run_cli({"train", "--params", config, "--model_dir", dir}, kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream saved(root / "run" / "params.yaml");
+  const std::string params((std::istreambuf_iterator<char>(saved)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(params.starts_with("# " + config + " with train_input.path corpus.txt made absolute (relative to " +
+                                 root.string() + ")\n"))
+      << params;
+  EXPECT_TRUE(contains(params, "path: " + (root / "corpus.txt").string() + ",")) << params;
+  // The model directory's params.yaml, used from another working directory, finds the corpus.
+  const CliResult eval = run_cli({"eval", "--model_dir", dir}, kOneThread);
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_TRUE(eval.out.starts_with("eval step 2: loss ")) << eval.out;
+  fs::remove_all(root);
+}
+
 TEST(CliTrain, AModelDirThatIsAFileExitsOneNamingIt) {
   const std::string path = tiny_gpt_config("model_dir_file", "");
   const std::string file = write_config("model_dir_in_the_way", "a file, not a directory\n");
