@@ -1,5 +1,7 @@
 #include "cli/bench_train.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -7,13 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
-
+#include "cli/memory_check.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/parallel.h"
@@ -230,6 +230,7 @@ int run_bench_train(const BenchTrainOptions& o) {
   const TrainConfig config = load_train_config_file(o.params);
   if (config.sparsity.form == ConfigForm::None)
     fail("{}: no sparsity section, so there is no sparse case to compare with dense", o.params);
+  check_memory(config);  // before starting processes that would run out of it
   const int threads = o.threads > 0 ? o.threads : config.run.num_threads > 0 ? config.run.num_threads : num_threads();
   std::vector<json> dense, sparse;
   for (int r = 0; r < o.rounds; ++r)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -241,6 +242,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const Error& e) {
     std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // What check_memory's estimate did not foresee (docs/cli.md#exit-codes).
+    std::fprintf(stderr,
+                 "sparsetrain: error: out of memory: an allocation failed (std::bad_alloc); make the model or the "
+                 "batch smaller, or free memory\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sparsetrain: internal error: %s\n", e.what());

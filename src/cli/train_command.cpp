@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "cli/memory_check.h"
 #include "cli/model_dir.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -48,6 +49,7 @@ int run_train_command(const TrainCommandOptions& o) {
   for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
   apply_run_overrides(config, {o.max_steps, o.seed, o.threads});
   if (config.run.num_threads > 0) set_num_threads(config.run.num_threads);
+  check_memory(config);
   const uint64_t seed = config.run.seed;
   Setup setup = make_setup(std::move(config), seed, /*load_data=*/true);
   RunOptions run_options;
@@ -72,6 +74,7 @@ int run_generate_command(const GenerateOptions& o) {
   if (!config.is_gpt()) fail("{}: generate needs a gpt model, this config trains an mlp", params);
   const int threads = o.threads.value_or(config.run.num_threads);
   if (threads > 0) set_num_threads(threads);
+  check_memory(config);
   Setup s = make_setup(std::move(config), 0, /*load_data=*/false);
   load_checkpoint(model_path, *s.model, nullptr);
   const Tokenizer& tokenizer = *s.tokenizer;

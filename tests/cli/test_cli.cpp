@@ -533,6 +533,39 @@ TEST(CliTrain, ARelativeDataPathIsResolvedAgainstTheConfigsDirectory) {
   fs::remove_all(root);
 }
 
+// A model far beyond the machine's memory is refused before anything is allocated, with the
+// estimate (weights, gradients and AdamW's two buffers: 16 bytes a weight; a batch's
+// activations) and what is available, not ended by std::bad_alloc.
+TEST(CliTrain, AModelTooLargeForMemoryIsRefusedBeforeAllocating) {
+  const std::string path =
+      write_config("huge.yaml", R"(model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 1000000}
+train_input: {data: text_file, path: /nonexistent/corpus.txt, tokenizer: byte, batch_size: 4}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10}
+sparsity: {algorithm: static, sparsity: 0.9}
+)");
+  const std::string dir = (std::filesystem::temp_directory_path() / "sparsetrain_test_cli_huge").string();
+  std::filesystem::remove_all(dir);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"train", "--params", path, "--model_dir", dir},
+        std::vector<std::string>{"train_and_eval", "--params", path, "--model_dir", dir},
+        std::vector<std::string>{"generate", "--params", path, "--checkpoint_path", dir + "/checkpoint_1.safetensors"},
+        std::vector<std::string>{"bench", "train", "--params", path}}) {
+    const CliResult r = run_cli(args, kOneThread);
+    EXPECT_EQ(r.exit_code, 1) << args[0];
+    const std::string needs = "sparsetrain: error: " + path +
+                              ": the run needs about 349.3 TiB of memory (349.3 TiB for the weights, their gradients "
+                              "and the optimizer state; 10.0 GiB for the activations of a batch), but ";
+    EXPECT_TRUE(r.err.starts_with(needs)) << r.err;
+    EXPECT_TRUE(std::regex_search(
+        r.err,
+        std::regex(
+            R"(, but [0-9.]+ [KMGT]iB is available \((MemAvailable in /proc/meminfo|the cgroup memory limit \S+ less its usage)\); make the model or the batch smaller\n$)")))
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir)) << "nothing is created before the check";
+  }
+}
+
 TEST(CliTrain, AModelDirThatIsAFileExitsOneNamingIt) {
   const std::string path = tiny_gpt_config("model_dir_file", "");
   const std::string file = write_config("model_dir_in_the_way", "a file, not a directory\n");
