@@ -91,8 +91,9 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"sparsetrain: sparse neural network training on CPUs"};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", fmt::format("sparsetrain {} (kernels: {} on this CPU)", SPARSETRAIN_VERSION,
-                                                isa_name(cpu_isa())));
+  // Printed after the environment is checked, so a bad SPARSETRAIN_MAX_ISA is an error here too.
+  bool version = false;
+  app.add_flag("--version", version, "Print the version and the kernel ISA of this CPU, and exit");
   // Training options, both at the top level (the Model Zoo form: sparsetrain --mode train --params
   // cfg.yaml --model_dir DIR) and under the train, eval and train_and_eval subcommands.
   auto add_train_options = [](CLI::App* a, TrainCommandOptions& t, bool top_level) {
@@ -223,6 +224,10 @@ int main(int argc, char** argv) {
     if (!max_isa.empty()) set_max_isa(parse_isa(max_isa, "--max-isa"));
     if (verbose) set_verbose_dispatch(true);
     (void)effective_isa();
+    if (version) {
+      fmt::print("sparsetrain {} (kernels: {} on this CPU)\n", SPARSETRAIN_VERSION, isa_name(cpu_isa()));
+      return 0;
+    }
     if (bench_linear->parsed()) return run_bench_linear(linear);
     if (bench_train->parsed()) return run_bench_train(train_bench);
     if (config_command->parsed()) return run_config_command(config);

@@ -683,6 +683,19 @@ TEST(CliIsa, UnknownIsaInTheEnvironmentExitsOneNamingTheVariable) {
   EXPECT_TRUE(contains(r.err, "environment variable SPARSETRAIN_MAX_ISA: unknown ISA 'sse9'")) << r.err;
 }
 
+// --version checks the environment as every other command does (docs/cli.md#environment).
+TEST(CliIsa, UnknownIsaInTheEnvironmentMakesVersionExitOne) {
+  const CliResult r = run_cli({"--version"}, {"SPARSETRAIN_MAX_ISA=avx3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(
+      r.err,
+      "sparsetrain: error: environment variable SPARSETRAIN_MAX_ISA: unknown ISA 'avx3'; expected one of: avx512, "
+      "avx2, ref\n");
+  EXPECT_EQ(r.out, "");
+  const CliResult capped = run_cli({"--version"}, {"SPARSETRAIN_MAX_ISA=ref"});
+  EXPECT_EQ(capped.exit_code, 0) << capped.err;
+}
+
 // The dispatch line for kernel `kernel`, or "" when none was printed.
 std::string dispatch_line(const std::string& err, const std::string& kernel) {
   for (const auto& line : lines_of(err))
