@@ -3,10 +3,11 @@
 # corpus with RigL at 90% sparsity (configs/gpt_brown_rigl90.yaml, a few minutes on 2 cores), then
 # print where the results are, a sample of generated text, and the training speed against the
 # same model trained dense (a few steps of each, timed by `sparsetrain bench train`). Arguments go to `sparsetrain train` (docs/training.md).
+# Only the sparsetrain binary is built here, not the test suite (scripts/test.sh builds and runs that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh
+SPARSETRAIN_BUILD_TARGETS=sparsetrain_bin scripts/build.sh  # the command only; scripts/test.sh builds the tests
 bin=build/src/cli/sparsetrain
 run_dir=runs/gpt_brown_rigl90
 "$bin" --mode train_and_eval --params configs/gpt_brown_rigl90.yaml --model_dir "$run_dir" "$@"
