@@ -1,8 +1,11 @@
 // The `sparsetrain` command as a user meets it: JSON lines and tables of `bench linear` and
 // `bench train`, exit codes 0/1/2 with messages naming what was wrong, the ISA cap and dispatch
 // tracing, from options and from the environment.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <csignal>
@@ -14,6 +17,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_runner.h"
@@ -530,6 +534,40 @@ TEST(CliTrain, ARelativeDataPathIsResolvedAgainstTheConfigsDirectory) {
   const CliResult eval = run_cli({"eval", "--model_dir", dir}, kOneThread);
   ASSERT_EQ(eval.exit_code, 0) << eval.err;
   EXPECT_TRUE(eval.out.starts_with("eval step 2: loss ")) << eval.out;
+  fs::remove_all(root);
+}
+
+// A config that is not a regular file (a pipe, as from --params <(...)) has no directory of its
+// own: its relative data paths are resolved against the working directory.
+TEST(CliTrain, ARelativeDataPathOfAPipedConfigIsResolvedAgainstTheWorkingDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "sparsetrain_test_cli_piped";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog.\n";
+  std::ofstream(root / "corpus.txt") << text;
+  const std::string relative = fs::relative(root / "corpus.txt", fs::current_path()).string();
+  ASSERT_FALSE(fs::path(relative).is_absolute());
+  const fs::path fifo = root / "cfg.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    std::ofstream(fifo) << "model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 32}\n"
+                        << "train_input: {data: text_file, path: " << relative << ", tokenizer: byte, batch_size: 4}\n"
+                        << "optimizer: {optimizer_type: adamw, learning_rate: 0.001}\n"
+                        << "runconfig: {max_steps: 1, seed: 3}\n";
+  });
+  const CliResult r = run_cli({"train", "--params", fifo.string(), "--model_dir", (root / "run").string()}, kOneThread);
+  // Should the command end without reading the pipe, this read end lets the writer finish.
+  const int unblock = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  writer.join();
+  if (unblock >= 0) close(unblock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream saved(root / "run" / "params.yaml");
+  const std::string params((std::istreambuf_iterator<char>(saved)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(params.starts_with("# " + fifo.string() + " with train_input.path " + relative +
+                                 " made absolute (relative to " + fs::current_path().string() + ")\n"))
+      << params;
   fs::remove_all(root);
 }
 
