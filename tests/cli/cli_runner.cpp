@@ -93,15 +93,21 @@ CliResult run(const std::vector<std::string>& args, const std::vector<std::strin
   }
   // The child inherits the resource limits in force when it starts: this process lowers its own
   // for that moment (it writes nothing meanwhile).
-  rlimit inherited{};
-  getrlimit(RLIMIT_FSIZE, &inherited);
-  if (control.file_size_limit > 0) {
-    const rlimit lowered{control.file_size_limit, inherited.rlim_max};
-    if (setrlimit(RLIMIT_FSIZE, &lowered) != 0) throw std::runtime_error("cannot lower RLIMIT_FSIZE");
+  struct Limit {
+    int resource;
+    uint64_t value;
+    rlimit inherited;
+  };
+  Limit limits[] = {{RLIMIT_FSIZE, control.file_size_limit, {}}, {RLIMIT_AS, control.address_space_limit, {}}};
+  for (Limit& l : limits) {
+    getrlimit(l.resource, &l.inherited);
+    const rlimit lowered{l.value, l.inherited.rlim_max};
+    if (l.value > 0 && setrlimit(l.resource, &lowered) != 0) throw std::runtime_error("cannot lower a resource limit");
   }
   pid_t pid = 0;
   const int spawned = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), envp.data());
-  if (control.file_size_limit > 0) setrlimit(RLIMIT_FSIZE, &inherited);
+  for (const Limit& l : limits)
+    if (l.value > 0) setrlimit(l.resource, &l.inherited);
   posix_spawn_file_actions_destroy(&files);
   if (spawned != 0) throw std::runtime_error("cannot start " + argv_text[0]);
   if (control.while_running) control.while_running(pid);

@@ -604,6 +604,31 @@ sparsity: {algorithm: static, sparsity: 0.9}
   }
 }
 
+// What the estimate cannot see (here an address-space limit, ulimit -v) ends in a clear
+// out-of-memory message and exit 1, not "internal error: std::bad_alloc".
+TEST(CliTrain, AFailedAllocationIsReportedAsOutOfMemory) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves far more address space than the limit";
+#endif
+  const std::string corpus = write_config("oom.txt", "the quick brown fox jumps over the lazy dog.\n");
+  // About 200 MB of weights, 800 MB with gradients and AdamW's buffers: within any test machine's
+  // memory, beyond the 300 MB address space the process gets.
+  std::string yaml = "model: {name: gpt, n_positions: 16, n_layer: 4, n_head: 2, n_embd: 1024}\n";
+  yaml += "train_input: {data: text_file, path: \"" + corpus + "\", tokenizer: byte, batch_size: 4}\n";
+  yaml += "optimizer: {optimizer_type: adamw, learning_rate: 0.001}\nrunconfig: {max_steps: 1}\n";
+  const std::string path = write_config("oom.yaml", yaml);
+  const std::string dir = (std::filesystem::temp_directory_path() / "sparsetrain_test_cli_oom").string();
+  std::filesystem::remove_all(dir);
+  CliControl control;
+  control.address_space_limit = 300'000'000;
+  const CliResult r = run_cli_controlled({"train", "--params", path, "--model_dir", dir}, kOneThread, control);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err,
+            "sparsetrain: error: out of memory: an allocation failed (std::bad_alloc); make the model or the batch "
+            "smaller, or free memory\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliTrain, AModelDirThatIsAFileExitsOneNamingIt) {
   const std::string path = tiny_gpt_config("model_dir_file", "");
   const std::string file = write_config("model_dir_in_the_way", "a file, not a directory\n");
