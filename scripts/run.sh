@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-SPARSETRAIN_BUILD_TARGETS=sparsetrain_bin scripts/build.sh  # the command only; scripts/test.sh builds the tests
+SPARSETRAIN_BUILD_TARGETS=sparsetrain_bin scripts/build.sh
 bin=build/src/cli/sparsetrain
 run_dir=runs/gpt_brown_rigl90
 "$bin" --mode train_and_eval --params configs/gpt_brown_rigl90.yaml --model_dir "$run_dir" "$@"
