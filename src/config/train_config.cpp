@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -332,6 +333,16 @@ TrainConfig read_train_document(const Source& src) {
   return c;
 }
 
+// The sections only a training config has (sparsity: a sparsity file has it too).
+const std::vector<std::string> kTrainingSections = {"model", "train_input", "eval_input", "optimizer", "runconfig"};
+
+// A training section, or a misspelling close to one (`models:`), which the training loader then
+// names with its suggestion instead of a sparsity-only read that checks nothing.
+bool names_a_training_section(const std::string& key) {
+  return std::find(kTrainingSections.begin(), kTrainingSections.end(), key) != kTrainingSections.end() ||
+         !config::did_you_mean(key, kTrainingSections).empty();
+}
+
 }  // namespace
 
 TrainConfig load_train_config_yaml(const std::string& text, const std::string& file) {
@@ -405,15 +416,16 @@ void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
 
 std::variant<TrainConfig, SparsityConfig> load_train_or_sparsity_file(const std::string& path) {
   const std::string text = read_file(path);
-  bool has_model = false;
+  bool training = false;
   try {
     const config::Documents documents = config::load_documents(Source{path, text});
-    has_model =
-        documents.count == 1 && documents.first.IsMap() && std::as_const(documents.first)["model"].IsDefined();
+    if (documents.count == 1 && documents.first.IsMap())
+      for (auto it = documents.first.begin(); it != documents.first.end() && !training; ++it)
+        training = it->first.IsScalar() && names_a_training_section(it->first.Scalar());
   } catch (const Error&) {
     // Not valid YAML: the sparsity loader says where.
   }
-  if (has_model) return load_train_config_yaml(text, path);
+  if (training) return load_train_config_yaml(text, path);
   return load_sparsity_yaml(text, path);
 }
 

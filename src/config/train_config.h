@@ -83,9 +83,10 @@ struct TrainConfig {
 TrainConfig load_train_config_yaml(const std::string& text, const std::string& file);
 TrainConfig load_train_config_file(const std::string& path);
 
-// A whole training config when the document is a mapping with a top-level `model:` key, else only
-// its sparsity section (load_sparsity_yaml), so a file that holds a sparsity section alone reads
-// as before. Errors are those of the loader chosen.
+// A whole training config when the document is a mapping with a top-level training section
+// (model, train_input, eval_input, optimizer or runconfig) or a key one or two edits from one
+// (`models:`, so the typo is reported rather than the file read as a sparsity section alone), else
+// only its sparsity section (load_sparsity_yaml). Errors are those of the loader chosen.
 std::variant<TrainConfig, SparsityConfig> load_train_or_sparsity_file(const std::string& path);
 
 // Command-line values that replace runconfig keys.

@@ -997,7 +997,7 @@ TEST(TrainConfig, ErrorsNameFileLineAndKey) {
   }
 }
 
-TEST_F(TrainerTest, AModelSectionMakesAFileAWholeConfigElseASparsitySection) {
+TEST_F(TrainerTest, ATrainingSectionOrItsMisspellingMakesAFileAWholeConfigElseASparsitySection) {
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(root_ / name) << text;
     return (root_ / name).string();
@@ -1022,6 +1022,15 @@ TEST_F(TrainerTest, AModelSectionMakesAFileAWholeConfigElseASparsitySection) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(bad + ":1:1: missing section 'train_input'"));
   }
+  // Any training section, or a misspelling close to one, makes the file a training config, so
+  // `config --params` reports the typo instead of checking the sparsity section alone.
+  const std::string typo = write("typo.yaml", "models: {name: mlp}\nsparsity: 0.5\n");
+  EXPECT_THAT(error_of([&] { load_train_or_sparsity_file(typo); }),
+              HasSubstr(typo + ":1:1: models: unknown section (did you mean 'model'?); a training config has model, "
+                               "train_input, eval_input, optimizer, sparsity and runconfig"));
+  const std::string no_model = write("no_model.yaml", "optimizer: {learning_rate: 0.1}\nsparsity: 0.5\n");
+  EXPECT_THAT(error_of([&] { load_train_or_sparsity_file(no_model); }),
+              HasSubstr(no_model + ":1:1: missing section 'model'"));
   // Text that is not YAML is reported, with its position, by the sparsity loader.
   const std::string broken = write("broken.yaml", "model: [\n");
   try {
