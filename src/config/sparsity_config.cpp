@@ -291,7 +291,12 @@ bool read_common_option(const std::string& key, const Value& v, SparsityOptions&
   } else if (key == "overrides") {
     const Mapping m(v, "a mapping of parameter names to levels");
     o.overrides.clear();
-    for (const Mapping::Entry& e : m.entries()) o.overrides[e.key] = level_value(e.value);
+    for (const Mapping::Entry& e : m.entries()) {
+      // Below 1, as every algorithm's level: at 1 the parameter keeps no weight.
+      const double level = level_value(e.value, "a number in [0, 1) (at 1 the parameter keeps no weight)");
+      if (level >= 1.0) e.value.expected("a number in [0, 1) (at 1 the parameter keeps no weight)");
+      o.overrides[e.key] = level;
+    }
   } else {
     return false;
   }

@@ -181,9 +181,13 @@ std::optional<std::string> level_rule_violation(const std::string& algorithm, co
   const bool holds = keys.level == LevelRule::Any ||
                      (keys.level == LevelRule::Constant && level.is_constant() && level.at(0) < 1.0) ||
                      (keys.level == LevelRule::Changing && !level.is_constant());
-  if (holds) return std::nullopt;
-  return fmt::format("expected {}, got {}", level_rule_expectation(algorithm, keys.level),
-                     got.empty() ? level.describe() : got);
+  const std::string written = got.empty() ? level.describe() : got;
+  if (!holds) return fmt::format("expected {}, got {}", level_rule_expectation(algorithm, keys.level), written);
+  // One rule for every algorithm: a layer at level 1 keeps no weight, so no output and no gradient.
+  if (level.writes_level_one())
+    return fmt::format("expected a level below 1 ({} would keep no weight of a layer at level 1), got {}", algorithm,
+                       written);
+  return std::nullopt;
 }
 
 void check_spec(const AlgorithmSpec& spec) {

@@ -23,6 +23,15 @@ void require_level(const char* schedule, const char* arg, double value) {
 
 }  // namespace
 
+bool LevelSchedule::writes_level_one() const {
+  switch (kind_) {
+    case LevelKind::Cycling: return std::any_of(values_.begin(), values_.end(), [](double v) { return v >= 1.0; });
+    case LevelKind::Cosine: return a_ >= 1.0 || c_ >= 1.0;
+    case LevelKind::Polynomial: return a_ >= 1.0 || b_ >= 1.0;
+    default: return a_ >= 1.0;
+  }
+}
+
 LevelSchedule LevelSchedule::constant(double value) {
   require_level("constant", "value", value);
   LevelSchedule s(LevelKind::Constant);

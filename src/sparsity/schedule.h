@@ -46,6 +46,11 @@ class LevelSchedule {
   // updates made before this one; only Cycling reads it.
   double at(int64_t step, int64_t update_index = 0) const;
 
+  // Whether a level written in the schedule is 1 (a layer at that level keeps no weight): the
+  // constant value, a cycling value, an init, a cosine's minimum or a polynomial's final. An exp
+  // schedule's final (1 by default) is only approached, so it does not count.
+  bool writes_level_one() const;
+
   LevelKind kind() const { return kind_; }
   bool is_constant() const { return kind_ == LevelKind::Constant; }
   std::string describe() const;  // e.g. "cosine(init=0.3, half_period=7500, minimum=0)"

@@ -564,7 +564,7 @@ TEST(SparsityConfig, LevelSchedulesAndUpdatesMatchTheirFactories) {
   };
   const Case cases[] = {
       {"0.5", LevelSchedule::constant(0.5)},
-      {"1", LevelSchedule::constant(1.0)},
+      {"0", LevelSchedule::constant(0.0)},
       {"[0.5, 0.7, 0.8]", LevelSchedule::cycling({0.5, 0.7, 0.8})},
       {"{type: constant, value: 0.25}", LevelSchedule::constant(0.25)},
       {"{type: linear, init: 0.1, slope: 1e-4}", LevelSchedule::linear(0.1, 1e-4)},
@@ -952,7 +952,8 @@ sparsity:
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, distribution: erdos}"),
             "cfg.yaml:1:41: sparsity.distribution: unknown distribution 'erdos'; expected uniform, er or erk");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, overrides: {fc1.weight: 2}}"),
-            "cfg.yaml:1:51: sparsity.overrides[\"fc1.weight\"]: expected a number in [0, 1], got 2");
+            "cfg.yaml:1:51: sparsity.overrides[\"fc1.weight\"]: expected a number in [0, 1) (at 1 the parameter keeps "
+            "no weight), got 2");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, param_filter: {fc1: 1}}"),
             "cfg.yaml:1:41: sparsity.param_filter: expected a glob or a non-empty list of globs, got a mapping");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, param_filter: []}"),
@@ -1063,6 +1064,25 @@ TEST(SparsityConfigErrors, EachRuleHasOneMessageInEveryForm) {
             "cfg.yaml:1:36: sparsity.sparsity: " + constant + "a list");
   EXPECT_EQ(api_error(make_spec("static", LevelSchedule::constant(1.0))), constant + "constant(1)");
   EXPECT_EQ(api_error(make_spec("static", LevelSchedule::cycling({0.5}))), constant + "cycling([0.5])");
+
+  // Level 1 (no weight kept), refused for every algorithm and form, the C++ API and overrides alike.
+  const std::string one = " would keep no weight of a layer at level 1), got ";
+  EXPECT_EQ(load_error("sparsity: {algorithm: rigl, sparsity: 1.0, update: {freq: 10}}"),
+            "cfg.yaml:1:39: sparsity.sparsity: expected a level below 1 (rigl" + one + "1.0");
+  EXPECT_EQ(load_error("sparsity: {type: set, sparsity: 1.0, schedule: {freq: 10}, param_name_patterns: [fc1]}"),
+            "cfg.yaml:1:33: sparsity.sparsity: expected a level below 1 (set" + one + "1.0");
+  EXPECT_EQ(load_error("sparsity: {algorithm: gmp, sparsity: {type: polynomial, init: 0.0, final: 1.0, begin: 0, "
+                       "end: 100}, update: {freq: 10}}"),
+            "cfg.yaml:1:38: sparsity.sparsity: expected a level below 1 (gmp" + one +
+                "polynomial(init=0, final=1, begin=0, end=100, power=3)");
+  EXPECT_EQ(api_error(make_spec("rigl", LevelSchedule::constant(1.0), {}, UpdateSchedule::every(10))),
+            "expected a level below 1 (rigl" + one + "constant(1)");
+  EXPECT_EQ(api_error(make_spec("set", LevelSchedule::cycling({0.5, 1.0}), {}, UpdateSchedule::every(10))),
+            "expected a level below 1 (set" + one + "cycling([0.5, 1])");
+  EXPECT_EQ(
+      load_error("sparsity: {algorithm: static, sparsity: 0.5, overrides: {fc1.weight: 1.0}}"),
+      "cfg.yaml:1:70: sparsity.overrides[\"fc1.weight\"]: expected a number in [0, 1) (at 1 the parameter keeps no "
+      "weight), got 1.0");
 
   // The level, changing with the step.
   const std::string changing =
