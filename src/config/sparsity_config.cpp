@@ -32,10 +32,23 @@ const char* const kLevel = "a level: a number in [0, 1], a list of numbers (cycl
 const char* const kSection =
     "a sparsity section: a number (static sparsity), a mapping, a list of mappings (groups) or {groups: [...]}";
 
-const std::vector<std::string> kV22Keys = {
-    "algorithm",     "type",         "sparsity",     "schedule",          "update",
-    "drop_fraction", "init_method",  "param_filter", "balance_in_groups", "balance_out_groups",
-    "format",        "distribution", "seed",         "overrides"};
+// `param_name_patterns` in 2.2+ is sparsetrain's: regex selection, as the C++ API allows (Cerebras
+// 2.2+ configs select by `param_filter` globs only).
+const std::vector<std::string> kV22Keys = {"algorithm",
+                                           "type",
+                                           "sparsity",
+                                           "schedule",
+                                           "update",
+                                           "drop_fraction",
+                                           "init_method",
+                                           "param_filter",
+                                           "param_name_patterns",
+                                           "balance_in_groups",
+                                           "balance_out_groups",
+                                           "format",
+                                           "distribution",
+                                           "seed",
+                                           "overrides"};
 const std::vector<std::string> kV21Keys = {
     "type",   "sparsity",     "schedule", "drop_fraction", "init_method", "param_name_patterns",
     "format", "distribution", "seed",     "overrides"};
@@ -355,9 +368,6 @@ enum class Form { V21, V22 };
 
 std::string unknown_group_key(const std::string& key, Form form, const std::vector<std::string>& allowed) {
   if (form == Form::V22) {
-    if (key == "param_name_patterns")
-      return "unknown key in a 2.2+ group: regex 'param_name_patterns' belong to the sideband form (type: sideband) "
-             "and the 2.0-2.1 form (type without algorithm); 2.2+ selects parameters with 'param_filter' globs";
     if (key == "out_groups" || key == "in_groups")
       return fmt::format("unknown key in a 2.2+ group: '{}' is the sideband name; 2.2+ calls it 'balance_{}'", key,
                          key);
@@ -430,7 +440,14 @@ std::optional<AlgorithmSpec> read_group(const Mapping& m, Form form, bool in_lis
 
   SparsityOptions& o = spec.options;
   const Mapping::Entry* balance_seen = nullptr;
+  const Mapping::Entry* filter_seen = nullptr;
   for (const Mapping::Entry& e : m.entries()) {
+    if (e.key == "param_filter" || e.key == "param_name_patterns") {
+      if (filter_seen)
+        e.key_value.fail(fmt::format("'{}' and '{}' both select the group's parameters (globs and regexes); give one",
+                                     filter_seen->key, e.key));
+      filter_seen = &e;
+    }
     if (e.key == "init_method") {
       read_init_method(e.value, o, /*sideband=*/false);
     } else if (e.key == "param_filter") {

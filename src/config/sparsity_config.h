@@ -12,7 +12,8 @@
 //   2.2+                algorithm (`type` is a deprecated alias; default static); sparsity or its
 //                       alias schedule: a number, a schedule mapping {type: ...}, or a list
 //                       (cycling); update: {freq, start, stop} | {steps}; drop_fraction;
-//                       init_method; param_filter: glob | [glob]; balance_in_groups /
+//                       init_method; param_filter: glob | [glob] or (sparsetrain's)
+//                       param_name_patterns: regex | [regex] (whole-name), not both; balance_in_groups /
 //                       balance_out_groups. The section is a number (static at that level), a
 //                       mapping, a list of mappings (groups: first match wins, no inheritance),
 //                       or {groups: [...]} whose items may nest their keys under `params:`.

@@ -412,6 +412,41 @@ TEST(SparsityConfig, V21FormTakesTheCadenceFromScheduleAndWholeNameRegexes) {
 
 // ---- 2.2+ --------------------------------------------------------------------------------------
 
+TEST(SparsityConfig, V22GroupsSelectByWholeNameRegexesToo) {
+  const SparsityConfig c = load(R"(
+sparsity:
+  - algorithm: rigl
+    sparsity: 0.9
+    update: {freq: 100}
+    param_name_patterns: '.*proj_[qkv]_dense_layer\.weight'
+  - algorithm: static
+    sparsity: 0.5
+    param_name_patterns: ['.*linear_layer\.weight', 'layers\.0\.self_attn\.proj_output_dense_layer\.weight']
+)");
+  ASSERT_EQ(c.form, ConfigForm::V22);
+  SparsityOptions first, second;
+  first.filter = ParamFilter::regexes({".*proj_[qkv]_dense_layer\\.weight"});
+  second.filter =
+      ParamFilter::regexes({".*linear_layer\\.weight", "layers\\.0\\.self_attn\\.proj_output_dense_layer\\.weight"});
+  EXPECT_EQ(describe(c),
+            (std::vector<std::string>{
+                describe(make_spec("rigl", LevelSchedule::constant(0.9), first, UpdateSchedule::every(100))),
+                describe(make_spec("static", LevelSchedule::constant(0.5), second))}));
+  Gpt gpt;
+  c.build()->apply(gpt);
+  EXPECT_EQ(sparse_names(gpt), kGptSparse);
+  // Whole-name matches, as in 2.0-2.1: 'proj_q' alone finds nothing.
+  Gpt unmatched;
+  EXPECT_EQ(error_of([&] {
+              load("sparsity: {sparsity: 0.5, param_name_patterns: proj_q}").build()->apply(unmatched);
+            }).rfind("static: the filter regexes(proj_q) matches no parameter that can be sparsified", 0),
+            0u);
+  // A bad regex is reported where it is written.
+  EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, param_name_patterns: ['fc(']}"),
+            "cfg.yaml:1:49: sparsity.param_name_patterns[0]: parameter filter 'fc(': bad regular expression at offset "
+            "3: missing closing parenthesis");
+}
+
 TEST(SparsityConfig, ShippedGpt3ConfigsMatchTheirCpp) {
   SparsityOptions o;
   o.filter =
@@ -751,7 +786,8 @@ sparsity:
             "cfg.yaml:1:11: sparsity: shift: 'shift' must be >= 0, got -1");
   EXPECT_EQ(load_error("sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 1}, shift: 1}"),
             "cfg.yaml:1:63: sparsity.shift: unknown key; a 2.2+ group takes algorithm, type, sparsity, schedule, "
-            "update, drop_fraction, init_method, param_filter, balance_in_groups, balance_out_groups, format, "
+            "update, drop_fraction, init_method, param_filter, param_name_patterns, balance_in_groups, "
+            "balance_out_groups, format, "
             "distribution, seed, overrides, grow_init_std or drop_by_sign");
 }
 
@@ -828,7 +864,8 @@ sparsity:
   sparsty: 0.9
 )"),
             "cfg.yaml:3:3: sparsity.sparsty: unknown key; a 2.2+ group takes algorithm, type, sparsity, schedule, "
-            "update, drop_fraction, init_method, param_filter, balance_in_groups, balance_out_groups, format, "
+            "update, drop_fraction, init_method, param_filter, param_name_patterns, balance_in_groups, "
+            "balance_out_groups, format, "
             "distribution, seed, overrides, grow_init_std or drop_by_sign (did you mean 'sparsity'?)");
   EXPECT_EQ(load_error(R"(
 sparsity:
@@ -869,10 +906,9 @@ sparsity:
 )"),
             "cfg.yaml:2:14: sparsity.algorithm: unknown algorithm 'rigel'; registered: gmp, regrow, rigl, set, shift, "
             "static (did you mean 'rigl'?)");
-  EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, param_name_patterns: [fc1]}"),
-            "cfg.yaml:1:27: sparsity.param_name_patterns: unknown key in a 2.2+ group: regex 'param_name_patterns' "
-            "belong to the sideband form (type: sideband) and the 2.0-2.1 form (type without algorithm); 2.2+ selects "
-            "parameters with 'param_filter' globs");
+  EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, param_filter: fc1.weight, param_name_patterns: [fc1]}"),
+            "cfg.yaml:1:53: sparsity.param_name_patterns: 'param_filter' and 'param_name_patterns' both select the "
+            "group's parameters (globs and regexes); give one");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, out_groups: 2}"),
             "cfg.yaml:1:27: sparsity.out_groups: unknown key in a 2.2+ group: 'out_groups' is the sideband name; 2.2+ "
             "calls it 'balance_out_groups'");
