@@ -169,6 +169,7 @@ int run_config_command(const ConfigCommandOptions& options) {
   const uint64_t seed = config.run.seed;
   const Setup setup = make_setup(std::move(config), seed, /*load_data=*/false);
   print_sparsity(options.params, setup.config.sparsity);
+  for (const std::string& w : setup.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
   print_plan(setup);
   return 0;
 }

@@ -52,6 +52,7 @@ int run_train_command(const TrainCommandOptions& o) {
   check_memory(config);
   const uint64_t seed = config.run.seed;
   Setup setup = make_setup(std::move(config), seed, /*load_data=*/true);
+  for (const std::string& w : setup.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
   RunOptions run_options;
   run_options.mode = parse_mode(o.mode);
   run_options.model_dir = o.model_dir;

@@ -362,6 +362,12 @@ void check_key_rule(const std::optional<std::string>& violation, const Mapping::
   group.self().fail(*violation);
 }
 
+// The format rule's message at the `format` key, which is always given where the rule can break.
+void check_format_rule(const AlgorithmSpec& spec, const Mapping::Entry* format) {
+  if (const std::optional<std::string> violation = format_rule_violation(spec); violation && format)
+    format->value.fail(*violation);
+}
+
 // ---- 2.0-2.1 and 2.2+ groups -------------------------------------------------------------------
 
 enum class Form { V21, V22 };
@@ -464,6 +470,7 @@ std::optional<AlgorithmSpec> read_group(const Mapping& m, Form form, bool in_lis
     }
   }
   if (off) return std::nullopt;
+  check_format_rule(spec, m.find("format"));
   // Whatever else the algorithm's constructor refuses, refused here, at the group.
   at_value(m.self(), [&] { (void)make_algorithm(spec); });
   return spec;
@@ -582,11 +589,13 @@ SparsityConfig read_sideband(const Mapping& top) {
     spec.options.init_method = InitMethod::TopK;
     spec.options.round_half_even = true;
     const Mapping::Entry* balance_seen = nullptr;
+    const Mapping::Entry* format = nullptr;
     // {**top, **block}: each setting from the block when it has it, else from the top level.
     for (const std::string& key : kSidebandSettings) {
       const Mapping::Entry* e = b.settings ? b.settings->find(key) : nullptr;
       if (!e) e = top.find(key);
       if (!e) continue;
+      if (key == "format") format = e;
       if (key == "out_groups" || key == "in_groups") {
         if (balance_seen) {
           const Mapping::Entry* later = e->key_value.mark().pos > balance_seen->key_value.mark().pos ? e : balance_seen;
@@ -599,6 +608,7 @@ SparsityConfig read_sideband(const Mapping& top) {
     }
     if (!(b.settings && b.settings->has("sparsity")) && !top.has("sparsity"))
       b.at.fail(b.settings ? "missing 'sparsity' (give it in this block or at the top level)" : "missing 'sparsity'");
+    check_format_rule(spec, format);
     at_value(b.at, [&] { (void)make_algorithm(spec); });
     config.groups.push_back(std::move(spec));
   }

@@ -153,6 +153,22 @@ void require_claimed(const std::string& who, const ParamFilter& filter, std::siz
       who, filter.describe(), fmt::join(names, ", "));
 }
 
+void SparsityAlgorithm::require_kept_units(const Parameter& p, double level, const FormatSpec& f) const {
+  if (f.kind == FormatKind::NM) return;  // n of every m, n >= 1
+  const int64_t n = mask_units(f, p.rows(), p.cols());
+  if (n == 0 || level >= 1.0 || kept_count(level, n) > 0) return;
+  const std::string unit = f.block > 1 ? fmt::format("{}x{} blocks", f.block, f.block) : std::string("weights");
+  // The highest level that still keeps one unit: kept_count rounds (1 - level) * n down (or half to even).
+  double highest = 1.0 - 1.0 / static_cast<double>(n);
+  while (highest > 0.0 && kept_count(highest, n) == 0) highest -= 1e-4;
+  const std::string instead = f.block > 1 ? " or use smaller blocks or csr" : "";
+  fail("{}: '{}' ({}) would keep 0 of its {} {} at level {:.4f}, so every weight would be zero; {}", name(), p.name(),
+       fmt::join(p.shape(), "x"), n, unit, level,
+       highest > 0.0
+           ? fmt::format("lower its level to at most {:.4f} (1 unit kept){}", std::floor(highest * 1e4) / 1e4, instead)
+           : fmt::format("leave it out of the group's filter{}", instead));
+}
+
 void SparsityAlgorithm::claim(const std::vector<Module::Entry>& entries) {
   // Embedding and normalization parameters have no kernels to run compressed: masked-dense.
   std::set<const Parameter*> masked_only;
@@ -167,6 +183,17 @@ void SparsityAlgorithm::claim(const std::vector<Module::Entry>& entries) {
     if (p.is_sparse()) continue;  // claimed by an earlier call
     const std::optional<FormatSpec> format =
         masked_only.contains(&p) ? std::nullopt : storage_format(p, first_set[i]);
+    if (options_.format && !format) {
+      const std::string why =
+          masked_only.contains(&p) ? std::string("embedding and normalization parameters have no compressed kernels")
+          : p.shape().size() != 2
+              ? std::string("only matrices are stored compressed")
+              : fmt::format("its {} columns (inputs) are not a multiple of {}", p.cols(), options_.format->m);
+      storage_warnings_.push_back(fmt::format(
+          "{}: '{}' ({}) is stored masked-dense, not {}: {}; it is masked to level {:.4f} and runs at dense speed",
+          name(), p.name(), fmt::join(p.shape(), "x"), options_.format->name(), why, first_set[i]));
+    }
+    require_kept_units(p, first_set[i], format.value_or(FormatSpec::csr()));
     if (starts_dense() && format && format->kind == FormatKind::NM)
       fail("{}: parameter '{}' uses {} storage, which cannot be dense; start mask updates at step 0", name(), p.name(),
            format->name());

@@ -102,6 +102,11 @@ class SparsityAlgorithm {
   // their parameters dense (all-ones masks) until their first update.
   virtual bool starts_dense() const { return false; }
 
+  // What apply() could not store as asked, one line per parameter, e.g. "static:
+  // 'fc.weight' (8x10) is stored masked-dense, not 3:7: its 10 columns are not a multiple of 7;
+  // ...". The run still trains; a caller shows these to the user before it does.
+  const std::vector<std::string>& storage_warnings() const { return storage_warnings_; }
+
   // Masks never change on a step with a non-finite gradient in a claimed parameter.
   bool grads_finite() const;
 
@@ -134,9 +139,12 @@ class SparsityAlgorithm {
   SparsityOptions options_;
   std::vector<Parameter*> params_;
   int64_t updates_done_ = 0;  // mask updates made so far (a cycling schedule's index)
+  std::vector<std::string> storage_warnings_;
 
  private:
   Mask initial_mask(Parameter& p, double level, const FormatSpec& f) const;
+  // Throws when `p`, its mask first set at `level` in units of `f`, would keep no unit at all.
+  void require_kept_units(const Parameter& p, double level, const FormatSpec& f) const;
   // The compressed format of a parameter whose level is `level` when its mask is first set.
   std::optional<FormatSpec> storage_format(const Parameter& p, double level) const;
 };

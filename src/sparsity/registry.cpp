@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 
@@ -190,6 +191,28 @@ std::optional<std::string> level_rule_violation(const std::string& algorithm, co
   return std::nullopt;
 }
 
+std::optional<std::string> format_rule_violation(const AlgorithmSpec& spec) {
+  const std::optional<FormatSpec>& f = spec.options.format;
+  if (!f || f->kind != FormatKind::NM) return std::nullopt;
+  const double fixed = f->implied_sparsity();
+  const auto same = [&](double level) { return std::fabs(level - fixed) <= 1e-3; };
+  std::string asked;
+  if (!spec.sparsity.is_constant())
+    asked = fmt::format("changes with the step ({})", spec.sparsity.describe());
+  else if (!same(spec.sparsity.at(0)))
+    asked = fmt::format("is {}", spec.sparsity.at(0));
+  else if (spec.options.distribution != Distribution::Uniform)
+    asked = fmt::format("is spread by distribution {} into a level per parameter",
+                        distribution_name(spec.options.distribution));
+  for (const auto& [name, level] : spec.options.overrides)
+    if (asked.empty() && !same(level)) asked = fmt::format("is overridden to {} for '{}'", level, name);
+  if (asked.empty()) return std::nullopt;
+  return fmt::format(
+      "format '{}' keeps {} of every {} weights, a fixed level of {:g}, but the sparsity {}; give sparsity {:g}, "
+      "or a format whose level follows the sparsity (csr, bcsr4, bcsr8, bcsr16 or auto)",
+      f->name(), f->n, f->m, fixed, asked, fixed);
+}
+
 void check_spec(const AlgorithmSpec& spec) {
   const std::optional<AlgorithmKeys> keys = algorithm_keys(spec.algorithm);
   if (!keys) fail("{}", unknown_algorithm_message(spec.algorithm));
@@ -197,7 +220,7 @@ void check_spec(const AlgorithmSpec& spec) {
   for (const std::optional<std::string>& violation :
        {update_rule_violation(name, *keys, spec.update.has_value()),
         drop_fraction_rule_violation(name, *keys, spec.drop_fraction.has_value()),
-        level_rule_violation(name, *keys, spec.sparsity)})
+        level_rule_violation(name, *keys, spec.sparsity), format_rule_violation(spec)})
     if (violation) fail("{}", *violation);
   for (const auto& [key, value] : spec.extra)
     if (std::find(keys->extra.begin(), keys->extra.end(), key) == keys->extra.end())

@@ -96,6 +96,14 @@ std::optional<std::string> level_rule_violation(const std::string& algorithm, co
 // (a list or a mapping where static needs one number).
 std::string level_rule_expectation(const std::string& algorithm, LevelRule rule);
 
+// The storage rule of every algorithm: an N:M format keeps n of every m weights, a fixed level of
+// 1 - n/m, so the spec must ask for that level: a constant within 0.001 of it, a uniform
+// distribution and no override at another level. nullopt when it holds (and for every other
+// format, whose level follows the sparsity), else e.g.
+//   "format '2:4' keeps 2 of every 4 weights, a fixed level of 0.5, but the sparsity is 0.9; give
+//    sparsity 0.5, or a format whose level follows the sparsity (csr, bcsr4, bcsr8, bcsr16 or auto)"
+std::optional<std::string> format_rule_violation(const AlgorithmSpec& spec);
+
 // Throws an Error when `spec` breaks its algorithm's rules: the unknown-algorithm message, a
 // *_rule_violation message, or "<algorithm>: unknown extra key '<key>'..." for a key of
 // AlgorithmSpec::extra the algorithm did not declare.

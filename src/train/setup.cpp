@@ -1,5 +1,7 @@
 #include "train/setup.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
@@ -42,8 +44,17 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
     for (AlgorithmSpec& group : sparsity.groups)
       if (!group.options.seed) group.options.seed = seed;
     s.sparsity = sparsity.build();
-    s.sparsity->apply(*s.model);
+    try {
+      s.sparsity->apply(*s.model);
+    } catch (const Error& e) {
+      fail("{}: {}", c.file, e.what());  // what the model refuses (a layer that would keep no block)
+    }
     apply_sparse_init(*s.model, c.sparse_init);
+    const std::vector<const SparsityAlgorithm*> groups = s.sparsity->leaf_algorithms();
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      for (const std::string& w : groups[g]->storage_warnings())
+        s.warnings.push_back(fmt::format("{}: sparsity group {}: {}", c.file, g + 1, w));
+    }
   }
   const OptimizerConfig& o = c.optimizer;
   if (o.type == "sgd")

@@ -22,6 +22,9 @@ struct Setup {
   std::unique_ptr<SparsityAlgorithm> sparsity;  // null without a sparsity section
   std::unique_ptr<Optimizer> optimizer;
   uint64_t seed = 0;
+  // What the run does other than the config asks, for the user before it starts: each sparsity
+  // group's storage warnings (SparsityAlgorithm::storage_warnings), "<file>: sparsity group 1: ...".
+  std::vector<std::string> warnings;
 };
 
 // The model a config describes: a GPT's vocabulary is `tokenizer_vocab` unless `vocab_size` is

@@ -239,6 +239,37 @@ sparsity: {algorithm: rigl, sparsity: 0.9, format: csr, update: {freq: 5}}
   EXPECT_TRUE(contains(r.out, counts_line(total, kept, sparse, sparse_kept, 8))) << r.out;
 }
 
+TEST(CliConfig, StorageOtherThanAskedIsAWarningAndThePlanShowsWhatRuns) {
+  const std::string model = R"(model: {name: gpt, n_positions: 16, n_layer: 1, n_head: 2, n_embd: 32}
+train_input: {data: brown, tokenizer: byte, batch_size: 4}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10, seed: 3}
+)";
+  // 3:7 cannot hold a layer of 32 inputs: masked-dense, at the level it is masked to, and said.
+  const std::string nm = write_config("plan_3_7.yaml", model + R"(sparsity: {sparsity: 0.5714, format: "3:7"})");
+  const CliResult r = run_cli({"config", "--params", nm});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "sparsetrain: warning: " + nm +
+                                  ": sparsity group 1: static: 'transformer.h.0.attn.c_attn.weight' (96x32) is stored "
+                                  "masked-dense, not 3:7: its 32 columns (inputs) are not a multiple of 7; it is "
+                                  "masked to level 0.5714 and runs at dense speed\n"))
+      << r.err;
+  const std::vector<std::string> attn = plan_row(r.out, "transformer.h.0.attn.c_attn.weight");
+  ASSERT_GE(attn.size(), 9u) << r.out;
+  EXPECT_EQ(attn[5], "masked-dense");
+  EXPECT_EQ(attn[8], "0.5714");
+
+  // A level 2:4 cannot give is an error, not a plan at a level that never runs.
+  const std::string fixed = write_config("plan_2_4.yaml", model + R"(sparsity: {sparsity: 0.9, format: "2:4"})");
+  const CliResult e = run_cli({"config", "--params", fixed});
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_EQ(e.out, "");
+  EXPECT_EQ(e.err, "sparsetrain: error: " + fixed +
+                       ":5:35: sparsity.format: format '2:4' keeps 2 of every 4 weights, a fixed level of 0.5, but the "
+                       "sparsity is 0.9; give sparsity 0.5, or a format whose level follows the sparsity (csr, bcsr4, "
+                       "bcsr8, bcsr16 or auto)\n");
+}
+
 TEST(CliConfig, AGroupOfTwoAlgorithmsPutsEachLayerInItsGroup) {
   const std::string path =
       write_config("plan_mlp.yaml", R"(model: {name: mlp, input_size: 20, hidden_sizes: [16, 8], num_classes: 4}

@@ -662,8 +662,9 @@ sparsity:
 )")),
             std::vector<std::string>{
                 describe(make_spec("rigl", LevelSchedule::constant(0.9), o, UpdateSchedule::every(10)))});
-  for (const char* format : {"csr", "bcsr4", "bcsr16", "2:4", "1:8"}) {
-    const std::string yaml = fmt::format("sparsity: {{sparsity: 0.5, format: {}}}", format);
+  for (const auto& [format, level] : std::vector<std::pair<const char*, double>>{
+           {"csr", 0.5}, {"bcsr4", 0.5}, {"bcsr16", 0.5}, {"2:4", 0.5}, {"1:8", 0.875}}) {
+    const std::string yaml = fmt::format("sparsity: {{sparsity: {}, format: \"{}\"}}", level, format);
     EXPECT_EQ(load(yaml.c_str()).groups[0].options.format->name(), format);
   }
   EXPECT_EQ(load("sparsity: {sparsity: 0.5, balance_out_groups: 4}").groups[0].options.balance_out_groups, 4);
@@ -673,6 +674,35 @@ sparsity:
   const SparsityOptions masked = load("sparsity: {sparsity: 0.5, format: masked-dense}").groups[0].options;
   EXPECT_FALSE(masked.auto_format);
   EXPECT_FALSE(masked.format);
+}
+
+TEST(SparsityConfigErrors, AnNmFormatFixesTheLevelSoTheSparsityMustAskForIt) {
+  const std::string fixed_2_4 = "format '2:4' keeps 2 of every 4 weights, a fixed level of 0.5, but the sparsity ";
+  const std::string fixed_1_4 = "format '1:4' keeps 1 of every 4 weights, a fixed level of 0.75, but the sparsity ";
+  const std::string other = "or a format whose level follows the sparsity (csr, bcsr4, bcsr8, bcsr16 or auto)";
+  EXPECT_EQ(load_error(R"(sparsity: {sparsity: 0.9, format: "2:4"})"),
+            "cfg.yaml:1:35: sparsity.format: " + fixed_2_4 + "is 0.9; give sparsity 0.5, " + other);
+  EXPECT_EQ(load_error("sparsity: {algorithm: gmp, sparsity: {type: polynomial, init: 0.0, final: 0.8, begin: 0, end: "
+                       "100}, update: {freq: 10}, format: \"1:4\"}"),
+            "cfg.yaml:1:129: sparsity.format: " + fixed_1_4 +
+                "changes with the step (polynomial(init=0, final=0.8, begin=0, end=100, power=3)); give sparsity "
+                "0.75, " +
+                other);
+  EXPECT_EQ(load_error(R"(sparsity: {sparsity: 0.75, distribution: erk, format: "1:4"})"),
+            "cfg.yaml:1:55: sparsity.format: " + fixed_1_4 +
+                "is spread by distribution erk into a level per parameter; give sparsity 0.75, " + other);
+  EXPECT_EQ(load_error(R"(sparsity: {sparsity: 0.5, format: "2:4", overrides: {fc1.weight: 0.3}})"),
+            "cfg.yaml:1:35: sparsity.format: " + fixed_2_4 +
+                "is overridden to 0.3 for 'fc1.weight'; give sparsity 0.5, " + other);
+  EXPECT_EQ(load_error(R"(sparsity: {type: sideband, sparsity: 0.9, format: "2:4"})"),
+            "cfg.yaml:1:51: sparsity.format: " + fixed_2_4 + "is 0.9; give sparsity 0.5, " + other);
+  SparsityOptions o;
+  o.format = FormatSpec::nm(2, 4);
+  EXPECT_EQ(error_of([&] { make_algorithm(make_spec("static", LevelSchedule::constant(0.9), o)); }),
+            fixed_2_4 + "is 0.9; give sparsity 0.5, " + other);
+  // The format's own level, and every format whose level follows the sparsity, are fine.
+  EXPECT_EQ(load(R"(sparsity: {sparsity: 0.5, format: "2:4"})").groups.size(), 1u);
+  EXPECT_EQ(load(R"(sparsity: {sparsity: 0.9, distribution: erk, format: bcsr4})").groups.size(), 1u);
 }
 
 TEST(SparsityConfig, TypeIsADeprecatedAliasOfAlgorithm) {

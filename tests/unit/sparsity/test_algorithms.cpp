@@ -108,6 +108,56 @@ TEST(Algorithms, CompressedFormatsKeepWholeBlocksAndExactBlockCounts) {
   EXPECT_EQ(toy.c_fc->weight->kept(), 6 * 16);
 }
 
+TEST(Algorithms, AParameterTheFormatCannotHoldIsReportedWithItsRealStorageAndLevel) {
+  Toy toy;
+  SparsityOptions o;
+  o.format = FormatSpec::nm(3, 7);
+  o.filter = ParamFilter::globs({"c_fc.weight", "c_proj.weight"});
+  Static nm(1.0 - 3.0 / 7.0, o);
+  nm.apply(toy);
+  EXPECT_EQ(toy.c_fc->weight->storage(), Storage::MaskedDense);
+  EXPECT_EQ(nm.storage_warnings(),
+            (std::vector<std::string>{
+                "static: 'c_fc.weight' (16x12) is stored masked-dense, not 3:7: its 12 columns (inputs) are not a "
+                "multiple of 7; it is masked to level 0.5714 and runs at dense speed",
+                "static: 'c_proj.weight' (12x16) is stored masked-dense, not 3:7: its 16 columns (inputs) are not a "
+                "multiple of 7; it is masked to level 0.5714 and runs at dense speed"}));
+
+  Toy other;
+  o.format = FormatSpec::csr();
+  o.filter = ParamFilter::globs({"wte.weight", "lm_head.bias", "lm_head.weight"});
+  Static csr(0.5, o);
+  csr.apply(other);
+  EXPECT_EQ(csr.storage_warnings(),
+            (std::vector<std::string>{"static: 'wte.weight' (10x6) is stored masked-dense, not csr: embedding and "
+                                      "normalization parameters have no compressed kernels; it is masked to level "
+                                      "0.5000 and runs at dense speed",
+                                      "static: 'lm_head.bias' (10) is stored masked-dense, not csr: only matrices are "
+                                      "stored compressed; it is masked to level 0.5000 and runs at dense speed"}));
+  EXPECT_EQ(other.lm_head->weight->storage(), Storage::Compressed);
+}
+
+TEST(Algorithms, ALevelThatKeepsNoUnitOfALayerIsRefused) {
+  Linear layer(64, 256);
+  SparsityOptions o;
+  o.format = FormatSpec::bcsr(16);
+  o.filter = ParamFilter::globs({"weight"});
+  Static blocks(0.99, o);
+  EXPECT_EQ(error_of([&] { blocks.apply(layer); }),
+            "static: 'weight' (256x64) would keep 0 of its 64 16x16 blocks at level 0.9900, so every weight would be "
+            "zero; lower its level to at most 0.9843 (1 unit kept) or use smaller blocks or csr");
+  EXPECT_FALSE(layer.weight->is_sparse());
+  Static at_most(0.984, o);
+  at_most.apply(layer);
+  EXPECT_EQ(layer.weight->kept(), 16 * 16);
+  // One block: no level above 0 keeps it.
+  Linear one_block(16, 16);
+  Static half(0.5, o);
+  EXPECT_EQ(error_of([&] { half.apply(one_block); }),
+            "static: 'weight' (16x16) would keep 0 of its 1 16x16 blocks at level 0.5000, so every weight would be "
+            "zero; leave it out of the group's filter or use smaller blocks or csr");
+}
+
 TEST(Algorithms, AutoFormatCompressesWhereTheKernelsWinAndKeepsTheRestMaskedDense) {
   Toy toy;
   Group group;
