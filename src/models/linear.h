@@ -48,9 +48,13 @@ class Linear : public Module {
   // path forms it in dpost). post is read only by activations whose derivative needs it.
   void backward_through(Activation act, ConstMatrixView pre, ConstMatrixView post, MatrixView dpost, MatrixView dx);
 
-  // Multiply-adds of one forward pass over `tokens` tokens, dense-equivalent and as stored.
+  // Multiply-adds of one forward pass over `tokens` tokens: dense-equivalent, and what the kernels
+  // execute: the kept weights of a compressed weight, every weight of a dense or masked-dense one
+  // (its mask zeroes weights of a dense GEMM, which still multiplies them).
   int64_t dense_macs(int64_t tokens) const { return tokens * in_ * out_; }
-  int64_t actual_macs(int64_t tokens) const { return tokens * weight_->kept(); }
+  int64_t actual_macs(int64_t tokens) const {
+    return weight_->storage() == Storage::Compressed ? tokens * weight_->kept() : dense_macs(tokens);
+  }
 
  private:
   void check_forward(ConstMatrixView x, MatrixView y) const;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <string>
+
 #include "core/error.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
@@ -22,6 +25,25 @@ std::unique_ptr<Model> build_model(const TrainConfig& config, int64_t vocab) {
   }
   return std::make_unique<Mlp>(std::get<MlpConfig>(config.model));
 }
+
+namespace {
+
+// A group without `format` keeps its matrices masked-dense: no speed-up, and flops_actual counts
+// them dense (docs/training.md). Said once per group, with the key that gives sparse kernels.
+std::optional<std::string> masked_dense_warning(const SparsityAlgorithm& group) {
+  const SparsityOptions& o = group.options();
+  if (o.format || o.auto_format) return std::nullopt;
+  std::size_t count = 0;
+  for (const Parameter* p : group.parameters())
+    if (p->shape().size() == 2 && p->storage() == Storage::MaskedDense) ++count;
+  if (count == 0) return std::nullopt;
+  return fmt::format(
+      "{}: {} matri{} stored masked-dense (no 'format'): a mask zeroes weights of a dense matrix, which runs at dense "
+      "speed or slower, and flops_actual counts it dense; 'format: csr' (or 'auto') runs sparse kernels",
+      group.name(), count, count == 1 ? "x" : "ces");
+}
+
+}  // namespace
 
 Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_sparsity) {
   Setup s;
@@ -54,6 +76,8 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
     for (std::size_t g = 0; g < groups.size(); ++g) {
       for (const std::string& w : groups[g]->storage_warnings())
         s.warnings.push_back(fmt::format("{}: sparsity group {}: {}", c.file, g + 1, w));
+      if (const std::optional<std::string> w = masked_dense_warning(*groups[g]))
+        s.warnings.push_back(fmt::format("{}: sparsity group {}: {}", c.file, g + 1, *w));
     }
   }
   const OptimizerConfig& o = c.optimizer;

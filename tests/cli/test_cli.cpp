@@ -268,6 +268,16 @@ runconfig: {max_steps: 10, seed: 3}
                        ":5:35: sparsity.format: format '2:4' keeps 2 of every 4 weights, a fixed level of 0.5, but the "
                        "sparsity is 0.9; give sparsity 0.5, or a format whose level follows the sparsity (csr, bcsr4, "
                        "bcsr8, bcsr16 or auto)\n");
+
+  // No format: masked-dense, which runs no faster than dense; said once per group.
+  const std::string masked = write_config("plan_masked.yaml", model + "sparsity: {sparsity: 0.9}");
+  const CliResult m = run_cli({"config", "--params", masked});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_EQ(m.err,
+            "sparsetrain: warning: " + masked +
+                ": sparsity group 1: static: 4 matrices stored masked-dense (no 'format'): a mask zeroes weights "
+                "of a dense matrix, which runs at dense speed or slower, and flops_actual counts it dense; "
+                "'format: csr' (or 'auto') runs sparse kernels\n");
 }
 
 TEST(CliConfig, AGroupOfTwoAlgorithmsPutsEachLayerInItsGroup) {
