@@ -362,6 +362,28 @@ void check_key_rule(const std::optional<std::string>& violation, const Mapping::
   group.self().fail(*violation);
 }
 
+// Where a group, its filter key and its overrides are written (SparsityConfig::Source).
+SparsityConfig::Source source_of(const Value& group, const Mapping::Entry* filter, const Mapping::Entry* overrides) {
+  SparsityConfig::Source source{where(group), filter ? where(filter->key_value) : std::string(), {}};
+  if (overrides) {
+    const Mapping levels(overrides->value, "");
+    for (const Mapping::Entry& e : levels.entries()) source.overrides[e.key] = where(e.key_value);
+  }
+  return source;
+}
+
+// Balanced selection cuts stripes of elements: refused, at the balance key, with a format whose
+// units are blocks or N:M groups (the algorithm would refuse it only when applied, unlocated).
+void check_balance_format(const SparsityOptions& o, const Mapping::Entry* balance) {
+  if (!balance || !o.format || (o.format->kind != FormatKind::NM && o.format->block == 1)) return;
+  balance->key_value.fail(fmt::format(
+      "'{}' needs element-wise masks, but format '{}' keeps {}; use format csr (or auto), or drop '{}'", balance->key,
+      o.format->name(),
+      o.format->kind == FormatKind::NM ? fmt::format("{} of every {} weights", o.format->n, o.format->m)
+                                       : fmt::format("whole {}x{} blocks", o.format->block, o.format->block),
+      balance->key));
+}
+
 // The format rule's message at the `format` key, which is always given where the rule can break.
 void check_format_rule(const AlgorithmSpec& spec, const Mapping::Entry* format) {
   if (const std::optional<std::string> violation = format_rule_violation(spec); violation && format)
@@ -471,6 +493,8 @@ std::optional<AlgorithmSpec> read_group(const Mapping& m, Form form, bool in_lis
   }
   if (off) return std::nullopt;
   check_format_rule(spec, m.find("format"));
+  check_balance_format(o, balance_seen);
+  config.sources.push_back(source_of(m.self(), filter_seen, m.find("overrides")));
   // Whatever else the algorithm's constructor refuses, refused here, at the group.
   at_value(m.self(), [&] { (void)make_algorithm(spec); });
   return spec;
@@ -559,24 +583,26 @@ SparsityConfig read_sideband(const Mapping& top) {
   struct Block {
     std::optional<Mapping> settings;  // a dict block's own settings
     ParamFilter filter;
-    Value at;  // where the block is written
+    Value at;                                    // where the block is written
+    const Mapping::Entry* filter_key = nullptr;  // param_name_patterns, when given
   };
   std::vector<Block> blocks;
+  std::optional<Mapping> dict;  // the blocks' settings and keys point into it
   const Mapping::Entry* patterns = top.find("param_name_patterns");
   if (!patterns) {
-    blocks.push_back({std::nullopt, ParamFilter::default_filter(), top.self()});
+    blocks.push_back({std::nullopt, ParamFilter::default_filter(), top.self(), nullptr});
   } else if (patterns->value.is_map()) {
-    const Mapping dict(patterns->value, "");
-    for (const Mapping::Entry& e : dict.entries()) {
+    dict.emplace(patterns->value, "");
+    for (const Mapping::Entry& e : dict->entries()) {
       at_value(e.key_value, [&] { (void)ParamFilter::regexes({e.key}); });
       if (!e.value.is_map())
         e.value.expected("a mapping of settings for the parameters this regex finds (sparsity, init_method, ...)");
       Mapping settings(e.value, "");
       settings.check_keys(kSidebandSettings, [](const std::string& key) { return unknown_sideband_key(key, true); });
-      blocks.push_back({std::move(settings), ParamFilter::regex_searches({e.key}), e.value});
+      blocks.push_back({std::move(settings), ParamFilter::regex_searches({e.key}), e.value, &e});
     }
   } else if (patterns->value.is_list() || patterns->value.node().IsScalar()) {
-    blocks.push_back({std::nullopt, read_regexes(patterns->value, /*search=*/true), top.self()});
+    blocks.push_back({std::nullopt, read_regexes(patterns->value, /*search=*/true), top.self(), patterns});
   } else {
     patterns->value.expected("a regex, a list of regexes, or a mapping of regex to settings");
   }
@@ -590,12 +616,14 @@ SparsityConfig read_sideband(const Mapping& top) {
     spec.options.round_half_even = true;
     const Mapping::Entry* balance_seen = nullptr;
     const Mapping::Entry* format = nullptr;
+    const Mapping::Entry* overrides = nullptr;
     // {**top, **block}: each setting from the block when it has it, else from the top level.
     for (const std::string& key : kSidebandSettings) {
       const Mapping::Entry* e = b.settings ? b.settings->find(key) : nullptr;
       if (!e) e = top.find(key);
       if (!e) continue;
       if (key == "format") format = e;
+      if (key == "overrides") overrides = e;
       if (key == "out_groups" || key == "in_groups") {
         if (balance_seen) {
           const Mapping::Entry* later = e->key_value.mark().pos > balance_seen->key_value.mark().pos ? e : balance_seen;
@@ -609,8 +637,10 @@ SparsityConfig read_sideband(const Mapping& top) {
     if (!(b.settings && b.settings->has("sparsity")) && !top.has("sparsity"))
       b.at.fail(b.settings ? "missing 'sparsity' (give it in this block or at the top level)" : "missing 'sparsity'");
     check_format_rule(spec, format);
+    check_balance_format(spec.options, balance_seen);
     at_value(b.at, [&] { (void)make_algorithm(spec); });
     config.groups.push_back(std::move(spec));
+    config.sources.push_back(source_of(b.at, b.filter_key, overrides));
   }
   return config;
 }
@@ -636,6 +666,7 @@ SparsityConfig read_section(const Value& v) {
     spec.sparsity = read_algorithm_level(v, spec.algorithm, *algorithm_keys(spec.algorithm));
     config.form = ConfigForm::V22;
     config.groups.push_back(std::move(spec));
+    config.sources.push_back({where(v), "", {}});
     return config;
   }
   if (v.is_list()) {

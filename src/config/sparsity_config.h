@@ -29,6 +29,7 @@
 //
 // with 1-based line and column. Every group is also built once while loading, so an error any
 // algorithm's constructor would raise surfaces here, at the group.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,15 @@ struct SparsityConfig {
   ConfigForm form = ConfigForm::None;
   std::vector<AlgorithmSpec> groups;  // in file order; a parameter goes to the first that matches
   std::vector<std::string> warnings;  // located, e.g. the deprecated `type:` alias
+
+  // Where each group is written (parallel to `groups`), for the checks that need the model
+  // (train/setup.cpp): "cfg.yaml:3:5: sparsity[1]"-style prefixes of the group, of the key that
+  // selects its parameters (empty for the default filter) and of each override's key.
+  struct Source {
+    std::string group, filter;
+    std::map<std::string, std::string> overrides;
+  };
+  std::vector<Source> sources;
 
   // The algorithm of a single group, a Group of several, or an empty Group when there are none;
   // its leaf_algorithms() are the groups, in file order.

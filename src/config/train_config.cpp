@@ -329,6 +329,22 @@ TrainConfig read_train_document(const Source& src) {
   if (c.run.num_epochs > 0 && !image) m.get("runconfig")->fail("'num_epochs' is for image data; use 'max_steps'");
   if (c.is_gpt() && c.train_input.tokenizer != c.eval_input.tokenizer)
     m.get("eval_input")->fail("eval_input must use the tokenizer of train_input");
+  if (const auto* gpt = std::get_if<GptConfig>(&c.model)) {
+    const Mapping model(*m.get("model"), "");
+    if (const std::optional<Value> vocab = model.get("vocab_size"))
+      c.vocab_size_at = config::located(vocab->source(), vocab->mark(), vocab->path());
+    // A sequence longer than the context has no position embedding: refused here, at the key,
+    // rather than when the data is read (`sparsetrain config` reads none).
+    for (const char* section : {"train_input", "eval_input"}) {
+      const std::optional<Value> input = m.get(section);
+      const std::optional<Value> length = input ? Mapping(*input, "").get("max_sequence_length") : std::nullopt;
+      if (length && length->as_int("an integer") > gpt->context)
+        length->fail(fmt::format(
+            "expected at most model.n_positions ({}), got {}: the model has no position beyond its context; lower "
+            "max_sequence_length or raise model.n_positions",
+            gpt->context, length->as_int("an integer")));
+    }
+  }
   c.sparsity = load_sparsity_yaml(src.text, src.file);
   return c;
 }

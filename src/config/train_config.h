@@ -70,6 +70,7 @@ struct TrainConfig {
   std::string text;  // the YAML as written, copied into the model directory
   std::variant<GptConfig, MlpConfig> model;
   bool model_sets_vocab = false;  // gpt: vocab_size given (else the tokenizer's)
+  std::string vocab_size_at;      // gpt: "cfg.yaml:3:15: model.vocab_size" where it is given
   SparseInit sparse_init = SparseInit::Scaled;  // model.sparse_init
   InputConfig train_input;
   InputConfig eval_input;

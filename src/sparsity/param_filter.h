@@ -42,6 +42,9 @@ class ParamFilter {
   // "default", or the factory and the patterns as given: "globs(a.*, b)", "regexes(fc.*)",
   // "regex_searches(fc)".
   std::string describe() const;
+  // The factory ("default", "globs", "regexes", "regex_searches") and the patterns as given.
+  std::string kind() const { return kind_; }
+  const std::vector<std::string>& patterns() const { return patterns_; }
 
   // fnmatch.translate: the anchored regex a glob stands for.
   static std::string glob_to_regex(const std::string& glob);

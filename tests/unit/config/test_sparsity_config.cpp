@@ -645,7 +645,7 @@ TEST(SparsityConfig, SparsetrainAdditionsAndBalanceKeys) {
   o.seed = 42;
   o.distribution = Distribution::ERK;
   o.overrides = {{"fc1.weight", 0.5}, {"fc2.weight", 0.0}};
-  o.format = FormatSpec::bcsr(8);
+  o.format = FormatSpec::csr();
   o.balance_in_groups = 5;
   EXPECT_EQ(describe(load(R"(
 sparsity:
@@ -657,7 +657,7 @@ sparsity:
   seed: 42
   distribution: erk
   overrides: {fc1.weight: 0.5, "fc2.weight": 0}
-  format: bcsr8
+  format: csr
   balance_in_groups: 5
 )")),
             std::vector<std::string>{
@@ -668,6 +668,13 @@ sparsity:
     EXPECT_EQ(load(yaml.c_str()).groups[0].options.format->name(), format);
   }
   EXPECT_EQ(load("sparsity: {sparsity: 0.5, balance_out_groups: 4}").groups[0].options.balance_out_groups, 4);
+  // Balanced selection cuts elements: a block or N:M format is refused at the balance key.
+  EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, format: bcsr8, balance_out_groups: 4}"),
+            "cfg.yaml:1:42: sparsity.balance_out_groups: 'balance_out_groups' needs element-wise masks, but format "
+            "'bcsr8' keeps whole 8x8 blocks; use format csr (or auto), or drop 'balance_out_groups'");
+  EXPECT_EQ(load_error(R"(sparsity: {type: sideband, sparsity: 0.5, format: "2:4", in_groups: 2})"),
+            "cfg.yaml:1:58: sparsity.in_groups: 'in_groups' needs element-wise masks, but format '2:4' keeps 2 of "
+            "every 4 weights; use format csr (or auto), or drop 'in_groups'");
   const SparsityOptions automatic = load("sparsity: {sparsity: 0.5, format: auto}").groups[0].options;
   EXPECT_TRUE(automatic.auto_format);
   EXPECT_FALSE(automatic.format);

@@ -1002,6 +1002,53 @@ TEST(TrainConfig, ErrorsNameFileLineAndKey) {
   }
 }
 
+TEST_F(TrainerTest, WhatOnlyTheModelCanRefuseIsLocatedAtItsKeyWithASuggestion) {
+  const auto setup_error = [&](const std::string& yaml) {
+    return error_of([&] { make_setup(load_train_config_yaml(yaml, "test.yaml"), 3, false); });
+  };
+  // A later group whose globs an earlier group already took.
+  EXPECT_EQ(setup_error(config(R"(sparsity:
+  - {sparsity: 0.5, param_filter: "*.weight"}
+  - {sparsity: 0.9, param_filter: "*c_attn.weight"})",
+                               4)),
+            "test.yaml:7:21: sparsity[1].param_filter: every parameter globs(*c_attn.weight) matches "
+            "(transformer.h.0.attn.c_attn.weight, transformer.h.1.attn.c_attn.weight) is already claimed by group 1 "
+            "(test.yaml:6:5: sparsity[0]), and a parameter goes to the first group whose filter matches; narrow group "
+            "1's filter or remove this group");
+  // A regex written as a glob.
+  EXPECT_EQ(
+      setup_error(config(R"(sparsity: {sparsity: 0.5, param_filter: '.*c_attn\.weight'})", 4)),
+      "test.yaml:5:27: sparsity.param_filter: globs(.*c_attn\\.weight) matches no parameter that can be "
+      "sparsified; '.*c_attn\\.weight' reads as a regex, but param_filter takes globs ('*' matches any text, '.' "
+      "only a dot): write a glob such as '*c_attn.weight', or select by regex with param_name_patterns; the model "
+      "has: transformer.wte.weight, transformer.wpe.weight, transformer.h.0.ln_1.weight, transformer.h.0.ln_1.bias, "
+      "transformer.h.0.attn.c_attn.weight, transformer.h.0.attn.c_attn.bias, transformer.h.0.attn.c_proj.weight, "
+      "transformer.h.0.attn.c_proj.bias, and 20 more");
+  // An override naming no parameter of its group.
+  EXPECT_EQ(
+      setup_error(config(
+          R"(sparsity: {sparsity: 0.5, param_filter: "*c_fc.weight", overrides: {transformer.h.0.mlp.c_fc.weigth: 0.3}})",
+          4)),
+      "test.yaml:5:69: sparsity.overrides[\"transformer.h.0.mlp.c_fc.weigth\"]: 'transformer.h.0.mlp.c_fc.weigth' "
+      "is not a parameter of this group (did you mean 'transformer.h.0.mlp.c_fc.weight'?); the group claims: "
+      "transformer.h.0.mlp.c_fc.weight, transformer.h.1.mlp.c_fc.weight");
+  // A sequence longer than the context, and a vocabulary smaller than the tokenizer's.
+  std::string long_sequence = config("", 4);
+  long_sequence.replace(long_sequence.find("batch_size: 4,"), 14, "batch_size: 4, max_sequence_length: 32,");
+  // Its column follows the corpus path, which differs from run to run.
+  const std::size_t column = long_sequence.find("max_sequence_length: 32") + 21 - long_sequence.find('\n');
+  EXPECT_EQ(setup_error(long_sequence),
+            fmt::format("test.yaml:2:{}: train_input.max_sequence_length: expected at most model.n_positions (16), got "
+                        "32: the model has no position beyond its context; lower max_sequence_length or raise "
+                        "model.n_positions",
+                        column));
+  std::string small_vocab = config("", 4);
+  small_vocab.replace(small_vocab.find("n_embd: 16"), 10, "n_embd: 16, vocab_size: 100");
+  EXPECT_EQ(setup_error(small_vocab),
+            "test.yaml:1:84: model.vocab_size: 100 is smaller than the byte tokenizer's 257 ids; give at least 257, or "
+            "leave vocab_size out to take the tokenizer's");
+}
+
 TEST_F(TrainerTest, ATrainingSectionOrItsMisspellingMakesAFileAWholeConfigElseASparsitySection) {
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(root_ / name) << text;
