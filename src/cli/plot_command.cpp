@@ -107,7 +107,7 @@ Chart loss_chart(const std::vector<Run>& runs, LossAxis axis) {
     chart.note = "solid: train loss (mean over each logging window); dashed with dots: eval loss";
   } else {
     chart.title = "Loss against training FLOPs";
-    chart.x_label = "training FLOPs so far (flops_actual: the sparse FLOPs), log scale";
+    chart.x_label = "training FLOPs so far (flops_actual: what the kernels ran), log scale";
     chart.x_scale = AxisScale::Log;
     chart.note =
         "solid: train loss; dashed with dots: eval loss, at the FLOPs of the last train row at or before "
