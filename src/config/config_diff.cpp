@@ -1,12 +1,12 @@
 #include "config/config_diff.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <map>
 #include <utility>
-#include <vector>
+
+#include "config/yaml_reader.h"
 
 namespace sparsetrain {
 
@@ -15,24 +15,13 @@ namespace {
 // Key path -> value as flow YAML, in document order.
 using Flat = std::vector<std::pair<std::string, std::string>>;
 
-// One line of flow YAML, whatever style the node was written in.
-std::string flow(const YAML::Node& node) {
-  if (node.IsScalar()) return node.Scalar();
-  if (node.IsNull()) return "null";
-  std::vector<std::string> items;
-  for (const auto& item : node)
-    items.push_back(node.IsMap() ? flow(item.first) + ": " + flow(item.second) : flow(item));
-  const std::string joined = fmt::format("{}", fmt::join(items, ", "));
-  return node.IsMap() ? "{" + joined + "}" : "[" + joined + "]";
-}
-
 void flatten(const YAML::Node& node, const std::string& path, Flat& out) {
   if (!node.IsMap() || node.size() == 0) {
-    out.emplace_back(path.empty() ? "(document)" : path, flow(node));
+    out.emplace_back(path.empty() ? "(document)" : path, config::flow_text(node));
     return;
   }
   for (const auto& entry : node) {
-    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : flow(entry.first);
+    const std::string key = config::flow_text(entry.first);
     flatten(entry.second, path.empty() ? key : path + "." + key, out);
   }
 }

@@ -205,6 +205,29 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return best_word.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best_word);
 }
 
+namespace {
+
+// A node loaded from block YAML keeps its style, which an emitter's format does not override.
+void set_flow_style(YAML::Node node) {
+  node.SetStyle(YAML::EmitterStyle::Flow);
+  if (node.IsSequence())
+    for (YAML::Node item : node) set_flow_style(item);
+  else if (node.IsMap())
+    for (auto entry : node) set_flow_style(entry.second);
+}
+
+}  // namespace
+
+std::string flow_text(const YAML::Node& node) {
+  if (node.IsNull()) return "null";
+  if (node.IsScalar()) return node.Scalar();
+  const YAML::Node copy = YAML::Clone(node);
+  set_flow_style(copy);
+  YAML::Emitter out;
+  out << copy;
+  return out.c_str();
+}
+
 Documents load_documents(const Source& source) {
   Documents documents;
   try {
@@ -341,15 +364,7 @@ std::vector<Value> Value::items(const std::string& what) const {
   return out;
 }
 
-std::string Value::text() const {
-  if (node_.IsNull()) return "null";
-  if (node_.IsScalar()) return node_.Scalar();
-  YAML::Emitter out;
-  out.SetMapFormat(YAML::Flow);
-  out.SetSeqFormat(YAML::Flow);
-  out << node_;
-  return out.c_str();
-}
+std::string Value::text() const { return flow_text(node_); }
 
 Mapping::Mapping(const Value& value, const std::string& what) : self_(value) {
   if (!value.is_map()) value.expected(what);

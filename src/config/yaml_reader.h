@@ -137,6 +137,10 @@ std::string one_of(const std::vector<std::string>& words, const char* last = "or
 // " (did you mean 'sparsity'?)" for the closest word within two edits, else "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& words);
 
+// A scalar's text, "null", or any other value as one line of flow YAML, however it was written
+// (block or flow style): "[1, 2]", "{a: 1, b: [x, y]}".
+std::string flow_text(const YAML::Node& node);
+
 template <typename F>
 auto at_value(const Value& at, F&& f) -> decltype(f()) {
   try {

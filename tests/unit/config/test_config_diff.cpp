@@ -28,6 +28,10 @@ TEST(ConfigDifferences, LayoutAndCommentsAreNoChange) {
   EXPECT_EQ(config_differences("a: {b: 1, c: [x, y]}\n", "# note\na:\n  b: 1\n  c:\n    - x\n    - y\n"), Lines{});
 }
 
+TEST(ConfigDifferences, QuotedListItemsStayDistinct) {
+  EXPECT_EQ(config_differences("a: [\"x, y\"]\n", "a:\n  - x\n  - y\n"), (Lines{"a: [\"x, y\"] -> [x, y]"}));
+}
+
 TEST(ConfigDifferences, TextThatIsNotYamlIsOneValue) {
   EXPECT_EQ(config_differences("a: [1\n", "a: 1\n"), (Lines{"a: (none) -> 1", "(document): (not YAML) -> (none)"}));
 }
