@@ -3,15 +3,19 @@
 add_library(sparsetrain_options INTERFACE)
 target_compile_options(sparsetrain_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
   -Wno-sign-conversion)
-# No math function's errno is ever read; without this GCC keeps sqrt scalar (it must be able to
-# call libm to set errno), which left the optimizer's element loop unvectorized. Results are the
-# same bits: sqrt and division are correctly rounded either way.
-target_compile_options(sparsetrain_options INTERFACE -fno-math-errno)
 if(SPARSETRAIN_WERROR)
   target_compile_options(sparsetrain_options INTERFACE -Werror)
 endif()
+# The flags that decide the generated code, beyond the build type's: collected in
+# SPARSETRAIN_CODEGEN_FLAGS so the binary can say what it was built with (core/build_info.h).
+# No math function's errno is ever read; without -fno-math-errno GCC keeps sqrt scalar (it must be
+# able to call libm to set errno), which left the optimizer's element loop unvectorized. Results
+# are the same bits: sqrt and division are correctly rounded either way.
+set(SPARSETRAIN_CODEGEN_FLAGS -fno-math-errno)
+# -march=native lets GCC use every instruction of the build machine outside the kernels, FMA
+# contraction included: a different build of the same commit then rounds differently.
 if(SPARSETRAIN_NATIVE)
-  target_compile_options(sparsetrain_options INTERFACE -march=native)
+  list(APPEND SPARSETRAIN_CODEGEN_FLAGS -march=native)
 endif()
 # Fuzzing builds every library with ASan, UBSan and libFuzzer's coverage instrumentation
 # (fuzzer-no-link: the libraries get no main); only the targets in fuzz/ link libFuzzer itself.
@@ -22,7 +26,7 @@ if(SPARSETRAIN_BUILD_FUZZERS)
     message(FATAL_ERROR "SPARSETRAIN_BUILD_FUZZERS needs clang for libFuzzer: configure a separate build "
       "directory with CC=clang CXX=clang++ (scripts/fuzz.sh does)")
   endif()
-  target_compile_options(sparsetrain_options INTERFACE -fsanitize=fuzzer-no-link)
+  list(APPEND SPARSETRAIN_CODEGEN_FLAGS -fsanitize=fuzzer-no-link)
   target_compile_definitions(sparsetrain_options INTERFACE _GLIBCXX_ASSERTIONS)
 endif()
 set(_sanitizers "")
@@ -34,9 +38,17 @@ if(SPARSETRAIN_SANITIZE_UNDEFINED OR SPARSETRAIN_BUILD_FUZZERS)
 endif()
 if(_sanitizers)
   list(JOIN _sanitizers "," _san)
-  target_compile_options(sparsetrain_options INTERFACE -fsanitize=${_san} -fno-omit-frame-pointer
-    -fno-sanitize-recover=all)
+  list(APPEND SPARSETRAIN_CODEGEN_FLAGS -fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(sparsetrain_options INTERFACE -fsanitize=${_san})
+endif()
+target_compile_options(sparsetrain_options INTERFACE ${SPARSETRAIN_CODEGEN_FLAGS})
+string(TOUPPER "${CMAKE_BUILD_TYPE}" _build_type)
+string(JOIN " " SPARSETRAIN_BUILD_FLAGS ${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_build_type}} ${SPARSETRAIN_CODEGEN_FLAGS})
+string(STRIP "${SPARSETRAIN_BUILD_FLAGS}" SPARSETRAIN_BUILD_FLAGS)
+if(SPARSETRAIN_NATIVE)
+  set(SPARSETRAIN_NATIVE_CXX true)
+else()
+  set(SPARSETRAIN_NATIVE_CXX false)
 endif()
 
 # ISA flags are set per source file, never globally, so the reference and lower-ISA paths stay

@@ -19,6 +19,7 @@
 #include "core/parallel.h"
 #include "core/profile.h"
 #include "kernels/dense_gemm.h"
+#include "kernels/dense_isa.h"
 #include "train/step.h"
 
 extern char** environ;
@@ -235,9 +236,11 @@ int run_bench_train(const BenchTrainOptions& o) {
   std::vector<json> dense, sparse;
   for (int r = 0; r < o.rounds; ++r)
     for (const char* c : {"dense", "sparse"}) {
-      std::vector<std::string> args = {"sparsetrain", "--max-isa", std::string(isa_name(max_isa())), "bench", "train",
-                                       "--params", o.params, "--steps", std::to_string(o.steps), "--warmup",
-                                       std::to_string(o.warmup), "--threads", std::to_string(threads)};
+      // Each process runs with this one's ISA caps: the kernels' cap and oneDNN's ISA.
+      std::vector<std::string> args = {"sparsetrain", "--max-isa", std::string(isa_name(max_isa())), "--onednn-max-isa",
+                                       dense_isa()};
+      args.insert(args.end(), {"bench", "train", "--params", o.params, "--steps", std::to_string(o.steps), "--warmup",
+                               std::to_string(o.warmup), "--threads", std::to_string(threads)});
       if (o.seed) args.insert(args.end(), {"--seed", std::to_string(*o.seed)});
       if (o.profile) args.push_back("--profile");
       args.insert(args.end(), {"--case", c});

@@ -15,12 +15,16 @@
 #include "cli/bench_train.h"
 #include "cli/config_command.h"
 #include "cli/inspect_command.h"
+#include "cli/isa_options.h"
 #include "cli/plot_command.h"
 #include "cli/train_command.h"
 #include "config/yaml_reader.h"
+#include "core/build_info.h"
+#include "core/cpu_model.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/verbose.h"
+#include "kernels/dense_isa.h"
 
 namespace {
 
@@ -93,7 +97,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   // Printed after the environment is checked, so a bad SPARSETRAIN_MAX_ISA is an error here too.
   bool version = false;
-  app.add_flag("--version", version, "Print the version and the kernel ISA of this CPU, and exit");
+  app.add_flag("--version", version, "Print the version, build flags, CPU and the ISAs that would run, and exit");
   // Training options, both at the top level (the Model Zoo form: sparsetrain --mode train --params
   // cfg.yaml --model_dir DIR) and under the train, eval and train_and_eval subcommands.
   auto add_train_options = [](CLI::App* a, TrainCommandOptions& t, bool top_level) {
@@ -159,9 +163,13 @@ int main(int argc, char** argv) {
       ->required();
   plot_command->add_option(names("--layer"), plot.layer,
                            "The parameter whose masks to draw (default: the first sparse one by name)");
-  std::string max_isa;
+  IsaOptions isa;
   bool verbose = false;
-  app.add_option(names("--max-isa"), max_isa, "Cap the kernel ISA: avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
+  app.add_option(names("--max-isa"), isa.max_isa, "Cap the kernel ISA: avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
+  app.add_option(names("--onednn-max-isa"), isa.onednn_max_isa,
+                 "Cap oneDNN's ISA: avx2, avx512_core, avx512_core_bf16, ... (as ONEDNN_MAX_CPU_ISA)");
+  app.add_flag(names("--portable"), isa.portable,
+               "Numbers that hold on any x86-64-v3 CPU: both caps at avx2, on a build without -march=native");
   app.add_flag(names("--verbose-dispatch"), verbose,
                "Print which kernel implementation ran (as SPARSETRAIN_VERBOSE=dispatch)");
 
@@ -221,11 +229,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (!max_isa.empty()) set_max_isa(parse_isa(max_isa, "--max-isa"));
+    apply_isa_options(isa);
     if (verbose) set_verbose_dispatch(true);
     (void)effective_isa();
     if (version) {
-      fmt::print("sparsetrain {} (kernels: {} on this CPU)\n", SPARSETRAIN_VERSION, isa_name(cpu_isa()));
+      const BuildInfo& build = build_info();
+      fmt::print("sparsetrain {}\nbuilt with {}, {}: {}\ncpu: {}\nkernels: {} (this CPU has {})\noneDNN {}: {}\n",
+                 build.version, build.compiler, build.build_type, build.flags, describe(cpu_model()),
+                 isa_name(effective_isa()), isa_name(cpu_isa()), onednn_version(), dense_isa());
       return 0;
     }
     if (bench_linear->parsed()) return run_bench_linear(linear);

@@ -41,7 +41,7 @@ void MetricsLog::write(json row) {
     }
   if (nonfinite) row["nonfinite"] = true;
   const std::string line = row.dump() + "\n";
-  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) fail("{}: cannot append a metrics row", path_);
+  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) fail("{}: cannot append a line", path_);
 }
 
 }  // namespace sparsetrain

@@ -22,7 +22,8 @@ namespace {
 // its first checkpoint: nothing to resume, so the run starts afresh and the dead attempt's
 // files are kept beside it as <name>.interrupted-<k><extension>, k the first number free for all.
 void set_aside_dead_run(const std::string& dir) {
-  const std::vector<fs::path> files = {fs::path(dir) / "metrics.jsonl", fs::path(dir) / "params.yaml"};
+  const std::vector<fs::path> files = {fs::path(dir) / "metrics.jsonl", fs::path(dir) / "params.yaml",
+                                       fs::path(dir) / "run_environment.jsonl"};
   auto aside = [](const fs::path& file, int k) {
     return fs::path(file).replace_filename(
         fmt::format("{}.interrupted-{}{}", file.stem().string(), k, file.extension().string()));

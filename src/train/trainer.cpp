@@ -20,6 +20,7 @@
 #include "train/hooks/stop_signals.h"
 #include "train/hooks/train_log.h"
 #include "train/resume.h"
+#include "train/run_environment.h"
 #include "train/training.h"
 
 namespace sparsetrain {
@@ -52,6 +53,15 @@ void record_config(const Setup& s, const std::string& dir, int64_t start_step) {
              earlier.string(), fmt::join(changes, "; "));
 }
 
+const char* mode_name(RunMode mode) {
+  switch (mode) {
+    case RunMode::Train: return "train";
+    case RunMode::Eval: return "eval";
+    case RunMode::TrainAndEval: return "train_and_eval";
+  }
+  return "unknown";
+}
+
 int evaluate_only(Setup& s, const RunOptions& o, int64_t step) {
   const EvalResult r = evaluate(*s.model, *s.data);
   fmt::print("{}\n", eval_line(s, step, r));
@@ -68,6 +78,7 @@ int run(Setup& s, const RunOptions& o) {
   const std::string& dir = o.model_dir;
   create_output_directory(dir, "--model_dir");
   const StartPoint start = resolve_start(s, o);
+  record_environment(dir, start.progress.step, mode_name(o.mode));
   if (o.mode == RunMode::Eval) return evaluate_only(s, o, start.progress.step);
 
   record_config(s, dir, start.progress.step);

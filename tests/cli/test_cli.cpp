@@ -21,7 +21,12 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "core/build_info.h"
+#include "core/cpu_model.h"
 #include "core/isa.h"
+#include "core/read_file.h"
+#include "kernels/dense_isa.h"
+#include "tiny_gpt_run.h"
 
 namespace sparsetrain::testing {
 namespace {
@@ -763,10 +768,19 @@ TEST(CliErrors, AnUnknownOptionIsNamedWithTheClosestOne) {
   }
 }
 
-TEST(CliErrors, VersionExitsZeroNamingTheVersionAndIsa) {
+// --version says what decides a run's bits besides its config: build, CPU and both ISAs.
+TEST(CliErrors, VersionExitsZeroNamingTheVersionBuildCpuAndIsas) {
   const CliResult r = run_cli({"--version"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "sparsetrain " SPARSETRAIN_TEST_VERSION " (kernels: ")) << r.out;
+  const BuildInfo& build = build_info();
+  EXPECT_EQ(r.out, fmt::format("sparsetrain " SPARSETRAIN_TEST_VERSION
+                               "\nbuilt with {}, {}: {}\ncpu: {}\nkernels: {} (this CPU has {})\noneDNN {}: {}\n",
+                               build.compiler, build.build_type, build.flags, describe(cpu_model()),
+                               isa_name(cpu_isa()), isa_name(cpu_isa()), onednn_version(), dense_isa()));
+  const CliResult capped = run_cli({"--max-isa", "ref", "--onednn-max-isa", "avx2", "--version"});
+  EXPECT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_TRUE(contains(capped.out, fmt::format("kernels: ref (this CPU has {})\n", isa_name(cpu_isa())))) << capped.out;
+  EXPECT_TRUE(contains(capped.out, ": avx2\n")) << capped.out;
 }
 
 TEST(CliErrors, HelpExitsZero) {
@@ -785,6 +799,55 @@ TEST(CliIsa, UnknownIsaInTheEnvironmentExitsOneNamingTheVariable) {
   const CliResult r = run_cli(bench_linear({"--format", "csr"}), {"SPARSETRAIN_MAX_ISA=sse9"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "environment variable SPARSETRAIN_MAX_ISA: unknown ISA 'sse9'")) << r.err;
+}
+
+TEST(CliIsa, UnknownOnednnIsaExitsOneNamingTheValueAndTheAcceptedOnes) {
+  const CliResult r = run_cli({"--onednn-max-isa", "avx3", "--version"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "sparsetrain: error: --onednn-max-isa: unknown oneDNN ISA 'avx3'; expected one of: all, sse41, avx, avx2, "
+            "avx2_vnni, avx512_core, avx512_core_vnni, avx512_core_bf16, avx512_core_amx\n");
+}
+
+// --portable caps both ISAs at avx2, and only a binary built without -march=native can promise
+// that its numbers hold on other CPUs; a cap given beside it contradicts it.
+TEST(CliIsa, PortableCapsBothIsasOnABuildWithoutMarchNative) {
+  const CliResult both = run_cli({"--portable", "--max-isa", "ref", "--version"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_EQ(both.err,
+            "sparsetrain: error: --portable caps both the kernels and oneDNN at avx2; give it without --max-isa and "
+            "--onednn-max-isa\n");
+  const CliResult r = run_cli({"--portable", "--version"});
+  if (build_info().native) {
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, fmt::format("sparsetrain: error: --portable: this binary was built with -march=native ({}), so "
+                                 "its numbers hold only on CPUs like its build machine's; build one without it: "
+                                 "SPARSETRAIN_BUILD_DIR=build-portable scripts/build.sh -DSPARSETRAIN_NATIVE=OFF "
+                                 "(experiments/run.sh --portable does)\n",
+                                 build_info().flags));
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "kernels: avx2 (")) << r.out;
+  EXPECT_TRUE(contains(r.out, ": avx2\n")) << r.out;
+  // A run records it: every start's line in run_environment.jsonl says portable.
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / fmt::format("sparsetrain_cli_portable_{}", ::getpid());
+  make_tiny_corpus_dir(root);
+  const fs::path config = root / "tiny.yaml";
+  ASSERT_EQ(train_tiny_gpt(root, "tiny", "max_steps: 2", "").exit_code, 0);
+  const CliResult resumed = run_cli(
+      {"--portable", "train", "--params", config.string(), "--model_dir", (root / "tiny").string(), "--max_steps", "3"},
+      {"OMP_NUM_THREADS=1"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  if (cpu_isa() > CpuIsa::Avx2) {  // the first part ran on the best kernels
+    EXPECT_TRUE(contains(resumed.out, "kernel_isa \"avx512\" -> \"avx2\"")) << resumed.out;
+  }
+  const std::vector<std::string> records = lines_of(read_file((root / "tiny" / "run_environment.jsonl").string()));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(records[1])["portable"], true);
+  EXPECT_EQ(nlohmann::json::parse(records[1])["onednn_isa"], "avx2");
+  fs::remove_all(root);
 }
 
 // --version checks the environment as every other command does (docs/cli.md#environment).

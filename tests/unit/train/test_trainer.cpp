@@ -13,7 +13,10 @@
 #include <sstream>
 #include <variant>
 
+#include "core/build_info.h"
+#include "core/cpu_model.h"
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/parallel.h"
 #include "core/read_file.h"
 #include "data/fashion_mnist.h"
@@ -21,8 +24,10 @@
 #include "error_of.h"
 #include "io/nan_form.h"
 #include "io/safetensors.h"
+#include "kernels/dense_isa.h"
 #include "scoped_setting.h"
 #include "train/checkpoint.h"
+#include "train/run_environment.h"
 #include "train/step.h"
 #include "train/trainer.h"
 
@@ -341,6 +346,7 @@ TEST_F(TrainerTest, StartsAfreshOverARunThatDiedBeforeItsFirstCheckpoint) {
   fs::create_directories(dir);
   std::ofstream(dir / "metrics.jsonl") << "{\"step\":1}\n";
   std::ofstream(dir / "params.yaml") << "# the dead attempt\n";
+  std::ofstream(dir / "run_environment.jsonl") << "{\"step\":0,\"threads\":7}\n";
   std::ofstream(dir / "metrics.interrupted-1.jsonl") << "{\"step\":2}\n";  // an earlier dead attempt
   ::testing::internal::CaptureStdout();
   const int code = train(config("", 4), dir);
@@ -348,10 +354,13 @@ TEST_F(TrainerTest, StartsAfreshOverARunThatDiedBeforeItsFirstCheckpoint) {
   ASSERT_EQ(code, 0);
   EXPECT_THAT(out, HasSubstr(dir.string() +
                              ": the run there stopped before its first checkpoint; starting afresh (its files are "
-                             "kept as metrics.interrupted-2.jsonl, params.interrupted-2.yaml)"));
+                             "kept as metrics.interrupted-2.jsonl, params.interrupted-2.yaml, "
+                             "run_environment.interrupted-2.jsonl)"));
   EXPECT_EQ(bytes(dir / "metrics.interrupted-1.jsonl"), "{\"step\":2}\n");
   EXPECT_EQ(bytes(dir / "metrics.interrupted-2.jsonl"), "{\"step\":1}\n");
   EXPECT_EQ(bytes(dir / "params.interrupted-2.yaml"), "# the dead attempt\n");
+  EXPECT_EQ(bytes(dir / "run_environment.interrupted-2.jsonl"), "{\"step\":0,\"threads\":7}\n");
+  EXPECT_EQ(nlohmann::json::parse(bytes(dir / "run_environment.jsonl"))["step"], 0);
   EXPECT_EQ(bytes(dir / "params.yaml"), config("", 4));
   EXPECT_EQ(last_train_row(dir)["step"], 4);
   EXPECT_EQ(complete_checkpoints(dir.string()), std::vector<int64_t>{4});
@@ -702,6 +711,57 @@ TEST_F(TrainerTest, AResumeWithAChangedConfigSaysWhatChangedAndKeepsBoth) {
   out = ::testing::internal::GetCapturedStdout();
   EXPECT_THAT(out, ::testing::Not(HasSubstr("the config differs")));
   EXPECT_EQ(bytes(dir / "params.yaml"), changed);
+}
+
+// Every start of a run appends what it ran with to run_environment.jsonl: the build, the CPU,
+// each kernel family's ISA, the threads. A training run resumed with another of these says which
+// changed (the run is then no longer bit-identical to one that ran through); evaluation does not.
+TEST_F(TrainerTest, EveryStartRecordsItsEnvironmentAndAResumeOnAnotherSaysWhatChanged) {
+  const fs::path dir = root_ / "run";
+  const int threads = num_threads();
+  ASSERT_EQ(train(config("", 4), dir), 0);
+  auto records = [&] {
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(bytes(dir / "run_environment.jsonl"));
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
+  };
+  ASSERT_EQ(records().size(), 1u);
+  const nlohmann::json first = records()[0];
+  const BuildInfo& build = build_info();
+  EXPECT_EQ(first["step"], 0);
+  EXPECT_EQ(first["mode"], "train");
+  EXPECT_EQ(first["sparsetrain"], std::string(build.version));
+  EXPECT_EQ(first["compiler"], std::string(build.compiler));
+  EXPECT_EQ(first["build_flags"], std::string(build.flags));
+  EXPECT_EQ(first["native"], build.native);
+  EXPECT_EQ(first["native"], std::string(build.flags).find("-march=native") != std::string::npos);
+  EXPECT_EQ(first["cpu"], describe(cpu_model()));
+  EXPECT_EQ(first["kernel_isa"], std::string(isa_name(effective_isa())));
+  EXPECT_EQ(first["onednn_isa"], dense_isa());
+  EXPECT_EQ(first["threads"], threads);
+  EXPECT_EQ(first["portable"], !build.native && effective_isa() == CpuIsa::Avx2 && dense_isa() == "avx2");
+
+  {
+    testing::ThreadCount other(threads + 1);
+    ::testing::internal::CaptureStdout();
+    ASSERT_EQ(train(config("", 8), dir), 0);
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    EXPECT_THAT(out, HasSubstr(fmt::format("this run continues with another environment than its start at step 0 "
+                                           "(docs/reliability.md: it is no longer bit-identical to a run that did "
+                                           "not stop): threads {} -> {}\n",
+                                           threads, threads + 1)));
+  }
+  ASSERT_EQ(records().size(), 2u);
+  EXPECT_EQ(records()[1]["step"], 4);
+  EXPECT_EQ(records()[1]["threads"], threads + 1);
+
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(train(config("", 8), dir, RunMode::Eval), 0);
+  EXPECT_THAT(::testing::internal::GetCapturedStdout(), ::testing::Not(HasSubstr("another environment")));
+  ASSERT_EQ(records().size(), 3u);
+  EXPECT_EQ(records()[2]["mode"], "eval");
+  EXPECT_EQ(records()[2]["step"], 8);
 }
 
 // Loading a checkpoint itself (one saved without the recorded config) checks the masks: none
