@@ -14,6 +14,7 @@
 #include "cli/bench_linear.h"
 #include "cli/bench_train.h"
 #include "cli/config_command.h"
+#include "cli/export_command.h"
 #include "cli/inspect_command.h"
 #include "cli/isa_options.h"
 #include "cli/plot_command.h"
@@ -41,6 +42,13 @@ CLI::Validator at_least(double low, const char* name) {
 }
 const CLI::Validator kAtLeastOne = at_least(1, "POSITIVE");
 const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
+const CLI::Validator kHfDir(
+    [](std::string& text) -> std::string {
+      return text.starts_with("hf:") && text.size() > 3
+                 ? std::string()
+                 : fmt::format("expected hf:DIR, a Hugging Face model directory, got '{}'", text);
+    },
+    "hf:DIR");
 
 // CLI11 option names with each long name in both spellings, so that --max_steps and --max-steps,
 // --max-isa and --max_isa, are the same option ("-o,--model_dir" -> "-o,--model_dir,--model-dir").
@@ -112,6 +120,9 @@ int main(int argc, char** argv) {
     a->add_option(names("--load_checkpoint_states"), t.load_checkpoint_states,
                   "all (default): resume the checkpoint's run; model: only its weights, a new run from step 0")
         ->check(CLI::IsMember({"all", "model"}));
+    a->add_option(names("--init_from"), t.init_from,
+                  "hf:DIR: start from a Hugging Face GPT-2 directory's weights (overrides model.init_from)")
+        ->check(kHfDir);
     a->add_option(names("--seed"), t.seed, "Seed (overrides runconfig.seed)");
     a->add_option(names("--threads"), t.threads, "Threads (overrides runconfig.num_threads)")->check(kAtLeastOne);
     a->add_flag(names("--no-progress"), t.no_progress, "No progress bar, even on a terminal");
@@ -153,6 +164,17 @@ int main(int argc, char** argv) {
                               "Also write it in the Cerebras NaN form to this file");
   inspect_command->add_option(names("--import-nan"), inspect.import_nan,
                               "Also write it, read as the Cerebras NaN form, with masks to this file");
+  ExportOptions export_options;
+  auto* export_command = app.add_subcommand("export", "Write a GPT checkpoint as a Hugging Face model directory");
+  export_command->add_option(names("-o,--model_dir"), export_options.model_dir,
+                             "A model directory (its config, newest checkpoint)");
+  export_command->add_option(names("-p,--params"), export_options.params,
+                             "The config (default: the model directory's params.yaml)");
+  export_command->add_option(names("--checkpoint_path"), export_options.checkpoint_path,
+                             "A model file (default: the newest)");
+  export_command->add_option(names("--format"), export_options.format, "hf: transformers' layout (the only one)")
+      ->check(CLI::IsMember({"hf"}));
+  export_command->add_option(names("--out"), export_options.out, "Write the directory here (new or empty)")->required();
   PlotOptions plot;
   auto* plot_command = app.add_subcommand("plot", "SVG figures of model directories: loss curves, sparsity, masks");
   plot_command->add_option(names("-o,--model_dir"), plot.model_dirs, "A model directory (repeat to compare runs)")
@@ -244,6 +266,7 @@ int main(int argc, char** argv) {
     if (config_command->parsed()) return run_config_command(config);
     if (generate_command->parsed()) return run_generate_command(generate);
     if (inspect_command->parsed()) return run_inspect_command(inspect);
+    if (export_command->parsed()) return run_export_command(export_options);
     if (plot_command->parsed()) return run_plot_command(plot);
     for (std::size_t i = 0; i < train_commands.size(); ++i)
       if (train_commands[i]->parsed()) {

@@ -23,4 +23,17 @@ std::string newest_complete_checkpoint(const std::string& dir, const std::string
   return checkpoint_model_path(dir, done.back());
 }
 
+TrainedModelFiles trained_model_files(const std::string& model_dir, const std::string& params,
+                                      const std::string& checkpoint_path, const std::string& command,
+                                      const std::string& purpose) {
+  TrainedModelFiles files{params, checkpoint_path};
+  if (!model_dir.empty()) {
+    if (files.params.empty()) files.params = (fs::path(model_dir) / "params.yaml").string();
+    if (files.model_path.empty()) files.model_path = newest_complete_checkpoint(model_dir, purpose);
+  }
+  if (files.params.empty() || files.model_path.empty())
+    fail("{}: give --model_dir, or --params with --checkpoint_path", command);
+  return files;
+}
+
 }  // namespace sparsetrain

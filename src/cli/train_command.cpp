@@ -47,7 +47,7 @@ int run_train_command(const TrainCommandOptions& o) {
   if (o.mode == "eval" && o.checkpoint_path.empty()) require_model_dir(o.model_dir);
   TrainConfig config = load_train_config_file(params_of(o));
   for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
-  apply_run_overrides(config, {o.max_steps, o.seed, o.threads});
+  apply_run_overrides(config, {o.max_steps, o.seed, o.threads, o.init_from});
   if (config.run.num_threads > 0) set_num_threads(config.run.num_threads);
   check_memory(config);
   const uint64_t seed = config.run.seed;
@@ -65,12 +65,8 @@ int run_train_command(const TrainCommandOptions& o) {
 }
 
 int run_generate_command(const GenerateOptions& o) {
-  std::string params = o.params, model_path = o.checkpoint_path;
-  if (!o.model_dir.empty()) {
-    if (params.empty()) params = (fs::path(o.model_dir) / "params.yaml").string();
-    if (model_path.empty()) model_path = newest_complete_checkpoint(o.model_dir, "generate from");
-  }
-  if (params.empty() || model_path.empty()) fail("generate: give --model_dir, or --params with --checkpoint_path");
+  const auto [params, model_path] =
+      trained_model_files(o.model_dir, o.params, o.checkpoint_path, "generate", "generate from");
   TrainConfig config = load_train_config_file(params);
   if (!config.is_gpt()) fail("{}: generate needs a gpt model, this config trains an mlp", params);
   const int threads = o.threads.value_or(config.run.num_threads);

@@ -24,6 +24,7 @@ struct TrainCommandOptions {
   std::optional<int64_t> max_steps;
   std::string checkpoint_path;
   std::string load_checkpoint_states = "all";  // all, or model: the weights only
+  std::optional<std::string> init_from;        // hf:DIR, overrides model.init_from
   std::optional<uint64_t> seed;
   std::optional<int> threads;
   bool no_progress = false;

@@ -10,6 +10,7 @@
 
 #include "config/yaml_reader.h"
 #include "core/read_file.h"
+#include "hf/pretrained_dir.h"
 
 namespace sparsetrain {
 
@@ -56,9 +57,9 @@ Mapping section(const Value& v, const std::vector<std::string>& keys, const std:
   return m;
 }
 
-const std::vector<std::string> kGptKeys = {"name",        "vocab_size",         "n_positions",      "n_layer",
-                                           "n_head",      "n_embd",             "layer_norm_epsilon",
-                                           "initializer_range", "sparse_init"};
+const std::vector<std::string> kGptKeys = {"name",        "vocab_size", "n_positions",        "n_layer",
+                                           "n_head",      "n_embd",     "layer_norm_epsilon", "initializer_range",
+                                           "sparse_init", "init_from"};
 const std::vector<std::string> kMlpKeys = {
     "name", "input_size", "hidden_sizes", "num_classes",       "activation",       "output_activation",
     "loss", "dropout",    "sparse_init",  "initializer_range", "inverted_dropout", "dropout_masks_gradient"};
@@ -114,6 +115,53 @@ std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, 
     return c;
   }
   name->expected("gpt or mlp");
+}
+
+// The directory that config paths are relative to: the config file's, or the working directory
+// for a config that is not a regular file (a pipe, `--params <(...)`).
+std::filesystem::path config_base_dir(const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  return fs::is_regular_file(file, ec) ? fs::absolute(file).parent_path() : fs::current_path();
+}
+
+// "hf:DIR" -> DIR made absolute against `base`; empty for text of another form.
+std::string init_from_dir(const std::string& text, const std::filesystem::path& base) {
+  if (!text.starts_with("hf:") || text.size() == 3) return "";
+  return (base / text.substr(3)).lexically_normal().string();
+}
+
+// model.init_from: the pretrained model's config.json gives every model key the YAML leaves out,
+// and one the YAML gives must have its value; the loaded weights keep their values under a
+// sparse mask unless sparse_init says otherwise.
+void resolve_init_from(TrainConfig& c) {
+  auto* gpt = std::get_if<GptConfig>(&c.model);
+  if (gpt == nullptr) fail("only a gpt model can start from a Hugging Face GPT-2 (model.init_from)");
+  const GptConfig hf = read_hf_gpt2_config(c.init_from);
+  const std::string json_file = (std::filesystem::path(c.init_from) / "config.json").string();
+  auto take = [&](const char* key, auto& field, auto value) {
+    const auto at = c.model_keys_at.find(key);
+    if (at == c.model_keys_at.end()) {
+      field = value;
+      return;
+    }
+    if (field != value)  // located at the YAML key already
+      throw config::ConfigError(fmt::format(
+          "{}: {}, but {} has {} {}; leave model.{} out to take config.json's value, or start from another model",
+          at->second, field, json_file, key, value, key));
+  };
+  take("vocab_size", gpt->vocab_size, hf.vocab_size);
+  take("n_positions", gpt->context, hf.context);
+  take("n_layer", gpt->layers, hf.layers);
+  take("n_head", gpt->heads, hf.heads);
+  take("n_embd", gpt->embed, hf.embed);
+  take("layer_norm_epsilon", gpt->layer_norm_eps, hf.layer_norm_eps);
+  if (!c.model_keys_at.contains("initializer_range")) gpt->init_std = hf.init_std;  // unused by loaded weights
+  if (!c.model_keys_at.contains("vocab_size")) {
+    c.model_sets_vocab = true;
+    c.vocab_size_at = json_file + ": vocab_size";
+  }
+  if (!c.model_keys_at.contains("sparse_init")) c.sparse_init = SparseInit::Dense;
 }
 
 const std::vector<std::string> kInputKeys = {
@@ -329,10 +377,16 @@ TrainConfig read_train_document(const Source& src) {
   if (c.run.num_epochs > 0 && !image) m.get("runconfig")->fail("'num_epochs' is for image data; use 'max_steps'");
   if (c.is_gpt() && c.train_input.tokenizer != c.eval_input.tokenizer)
     m.get("eval_input")->fail("eval_input must use the tokenizer of train_input");
+  const Mapping model(*m.get("model"), "");
+  for (const Mapping::Entry& e : model.entries())
+    c.model_keys_at[e.key] = config::located(e.value.source(), e.value.mark(), e.value.path());
+  if (const std::optional<Value> from = model.get("init_from")) {
+    c.init_from = init_from_dir(from->as_string("hf:DIR"), config_base_dir(c.file));
+    if (c.init_from.empty()) from->expected("hf:DIR, a Hugging Face model directory");
+    config::at_value(*from, [&] { resolve_init_from(c); });
+  }
   if (const auto* gpt = std::get_if<GptConfig>(&c.model)) {
-    const Mapping model(*m.get("model"), "");
-    if (const std::optional<Value> vocab = model.get("vocab_size"))
-      c.vocab_size_at = config::located(vocab->source(), vocab->mark(), vocab->path());
+    if (c.model_keys_at.contains("vocab_size")) c.vocab_size_at = c.model_keys_at.at("vocab_size");
     // A sequence longer than the context has no position embedding: refused here, at the key,
     // rather than when the data is read (`sparsetrain config` reads none).
     for (const char* section : {"train_input", "eval_input"}) {
@@ -367,16 +421,21 @@ TrainConfig load_train_config_yaml(const std::string& text, const std::string& f
 
 namespace {
 
-// Makes the relative data paths of train_input and eval_input absolute: against the directory of
-// the config file, or the working directory for a config that is not a regular file (a pipe,
-// `--params <(...)`). The config text gets the absolute paths, so its copy in a model directory
-// (params.yaml) reads the same data from wherever it is used.
+// Makes the relative paths of train_input, eval_input and model.init_from absolute: against the
+// directory of the config file (config_base_dir). The config text gets the absolute paths, so its
+// copy in a model directory (params.yaml) reads the same data and weights from wherever it is used.
 void resolve_data_paths(TrainConfig& c) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path base = fs::is_regular_file(c.file, ec) ? fs::absolute(c.file).parent_path() : fs::current_path();
+  const fs::path base = config_base_dir(c.file);
   std::vector<std::string> resolved;
   YAML::Node root = YAML::Load(c.text);
+  if (!c.init_from.empty()) {
+    const std::string given = root["model"]["init_from"].as<std::string>();
+    if (given != "hf:" + c.init_from) {
+      root["model"]["init_from"] = "hf:" + c.init_from;
+      resolved.push_back(fmt::format("model.init_from {}", given));
+    }
+  }
   for (const auto& [in, section] : {std::pair{&c.train_input, "train_input"}, {&c.eval_input, "eval_input"}}) {
     if (in->path.empty() || fs::path(in->path).is_absolute()) continue;
     const std::string absolute = (base / in->path).lexically_normal().string();
@@ -422,6 +481,14 @@ void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
     config.run.num_threads = *o.num_threads;
     run["num_threads"] = *o.num_threads;
     given.push_back(fmt::format("--threads {}", *o.num_threads));
+  }
+  if (o.init_from) {
+    config.init_from = init_from_dir(*o.init_from, std::filesystem::current_path());
+    if (config.init_from.empty())
+      fail("--init_from: expected hf:DIR, a Hugging Face model directory, got '{}'", *o.init_from);
+    resolve_init_from(config);
+    root["model"]["init_from"] = "hf:" + config.init_from;
+    given.push_back(fmt::format("--init_from {}", *o.init_from));
   }
   if (given.empty()) return;
   YAML::Emitter out;

@@ -4,6 +4,7 @@
 // strictly as the sparsity section: unknown and duplicate keys, wrong types and out-of-range
 // values are Errors of the form "cfg.yaml:12:9: optimizer.learning_rate: expected ...".
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -71,6 +72,11 @@ struct TrainConfig {
   std::variant<GptConfig, MlpConfig> model;
   bool model_sets_vocab = false;  // gpt: vocab_size given (else the tokenizer's)
   std::string vocab_size_at;      // gpt: "cfg.yaml:3:15: model.vocab_size" where it is given
+  // gpt: model.init_from's directory (absolute; empty: none), the Hugging Face GPT-2 whose weights
+  // the run starts from. Its config.json fills the model keys the YAML leaves out, and a key the
+  // YAML gives must agree with it; sparse_init defaults to dense, keeping the pretrained values.
+  std::string init_from;
+  std::map<std::string, std::string> model_keys_at;  // each key the YAML's model section gives -> where
   SparseInit sparse_init = SparseInit::Scaled;  // model.sparse_init
   InputConfig train_input;
   InputConfig eval_input;
@@ -90,17 +96,18 @@ TrainConfig load_train_config_file(const std::string& path);
 // only its sparsity section (load_sparsity_yaml). Errors are those of the loader chosen.
 std::variant<TrainConfig, SparsityConfig> load_train_or_sparsity_file(const std::string& path);
 
-// Command-line values that replace runconfig keys.
+// Command-line values that replace config keys.
 struct RunOverrides {
   std::optional<int64_t> max_steps;  // also drops num_epochs
   std::optional<uint64_t> seed;
   std::optional<int> num_threads;
+  std::optional<std::string> init_from;  // model.init_from, "hf:DIR" (DIR relative to the working directory)
 };
 
-// Applies the overrides to config.run and to config.text, so the copy in the model directory is
-// the config the run really used: the runconfig keys are replaced and a first comment line names
-// the overrides (the YAML is re-emitted, which drops the original comments). Without overrides
-// the text stays exactly as written.
+// Applies the overrides to config.run (config.model and init_from for --init_from, as if the YAML
+// had said so) and to config.text, so the copy in the model directory is the config the run really
+// used: the keys are replaced and a first comment line names the overrides (the YAML is re-emitted,
+// which drops the original comments). Without overrides the text stays exactly as written.
 void apply_run_overrides(TrainConfig& config, const RunOverrides& overrides);
 
 }  // namespace sparsetrain

@@ -121,6 +121,7 @@ StartPoint resolve_start(Setup& s, const RunOptions& o) {
     fail("{}: no complete checkpoint to evaluate; train first or give --checkpoint_path", dir);
   } else {
     set_aside_dead_run(dir);
+    if (!s.config.init_from.empty()) fmt::print("starting from the Hugging Face weights of {}\n", s.config.init_from);
   }
   const int64_t state_step = state ? state->progress.step : 0;
   if (!resume_from.empty() && training && !done.empty() && done.back() > state_step)

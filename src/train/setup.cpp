@@ -11,6 +11,7 @@
 
 #include "config/yaml_reader.h"
 #include "core/error.h"
+#include "hf/pretrained_dir.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
 #include "models/sparse_init.h"
@@ -148,6 +149,15 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
            s.data->input_size());
   }
   s.model->init_weights(seed);
+  // Pretrained weights replace the initialization before the masks are chosen, so that a
+  // magnitude init_method (topk) keeps the largest pretrained weights.
+  if (!c.init_from.empty()) {
+    try {
+      s.model->load_state_dict(read_hf_gpt2_weights(c.init_from), /*strict=*/true);
+    } catch (const Error& e) {
+      fail("{}: model.init_from: {}", c.file, e.what());
+    }
+  }
   if (apply_sparsity && c.sparsity.form != ConfigForm::None) {
     // Groups without their own seed draw their masks from the run's, so --seed varies them too.
     SparsityConfig sparsity = c.sparsity;

@@ -31,7 +31,8 @@ struct Setup {
 // given (it must then be at least that).
 std::unique_ptr<Model> build_model(const TrainConfig& config, int64_t tokenizer_vocab);
 
-// Builds the whole run with `seed` (the config's runconfig.seed unless overridden). With
+// Builds the whole run with `seed` (the config's runconfig.seed unless overridden): the weights are
+// initialized from the seed, or loaded from model.init_from, before the masks are applied. With
 // `load_data` false the data is not read (generate, config, bench).
 Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_sparsity = true);
 
