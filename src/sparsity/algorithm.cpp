@@ -72,6 +72,15 @@ std::vector<double> SparsityAlgorithm::levels(int64_t step) const {
   return distribute_sparsity(options_.distribution, sparsity_.at(step, updates_done_), shapes, options_.overrides);
 }
 
+double SparsityAlgorithm::measured_sparsity() const {
+  double kept = 0.0, total = 0.0;
+  for (const Parameter* p : params_) {
+    kept += static_cast<double>(p->kept());
+    total += static_cast<double>(p->numel());
+  }
+  return total > 0.0 ? 1.0 - kept / total : 0.0;
+}
+
 Mask SparsityAlgorithm::initial_mask(Parameter& p, double level, const FormatSpec& f) const {
   const int64_t n = mask_units(f, p.rows(), p.cols());
   const int64_t keep = kept_count(level, n);

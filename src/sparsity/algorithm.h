@@ -95,6 +95,8 @@ class SparsityAlgorithm {
   const LevelSchedule& sparsity_schedule() const { return sparsity_; }
   // Each claimed parameter's level at `step`, in parameters() order.
   std::vector<double> levels(int64_t step) const;
+  // 1 - kept / elements over parameters(), the sparsity the masks hold now (0 with none).
+  double measured_sparsity() const;
   // The algorithms that decide masks: a Group's members in order, or this algorithm alone. Their
   // parameters() and levels() say which algorithm claimed a parameter and at what level.
   virtual std::vector<const SparsityAlgorithm*> leaf_algorithms() const { return {this}; }

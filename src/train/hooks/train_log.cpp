@@ -8,17 +8,6 @@ namespace sparsetrain {
 
 namespace {
 
-// 1 - kept / elements over the parameters the algorithm claims (0 for a dense run).
-double model_sparsity(const Setup& s) {
-  if (!s.sparsity) return 0.0;
-  double kept = 0.0, total = 0.0;
-  for (const Parameter* p : s.sparsity->parameters()) {
-    kept += static_cast<double>(p->kept());
-    total += static_cast<double>(p->numel());
-  }
-  return total > 0.0 ? 1.0 - kept / total : 0.0;
-}
-
 std::string si(double x) {
   const char* units[] = {"", "k", "M", "G", "T", "P", "E"};
   int u = 0;
@@ -40,7 +29,7 @@ void TrainLog::on_train_batch_end(Training& t, const StepResult& r) {
   const double loss = loss_ / static_cast<double>(steps_);
   const double rate = static_cast<double>(predictions_) / seconds_;
   const double ms = 1000.0 * seconds_ / static_cast<double>(steps_);
-  const double sparsity = model_sparsity(s);
+  const double sparsity = s.sparsity ? s.sparsity->measured_sparsity() : 0.0;  // 0: a dense run
   const double lr = s.optimizer->lr();
   t.say(fmt::format(
       "step {:>6}/{} | loss {:.4f} | lr {:.2e} | sparsity {:.3f} | {:.0f} {} | {:.1f} ms/step | FLOPs "
