@@ -16,6 +16,7 @@ packages=(
   libpcre2-dev                     # regex parameter filters, GPT-2 pre-tokenization
   libyaml-cpp-dev                  # YAML configs
   zlib1g-dev                       # gzipped IDX files
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files; the tests decode them with protoc
   dataset-fashion-mnist            # /usr/share/datasets/fashion-mnist
   libgtest-dev libbenchmark-dev
 )
