@@ -314,9 +314,9 @@ OptimizerConfig read_optimizer(const Value& v) {
 }
 
 RunConfig read_run(const Value& v) {
-  const std::vector<std::string> keys = {"max_steps",        "num_epochs", "log_steps",        "checkpoint_steps",
-                                         "eval_frequency",   "keep_checkpoints", "seed", "num_threads",
-                                         "nonfinite_policy", "loss_spike_factor"};
+  const std::vector<std::string> keys = {"max_steps",        "num_epochs",        "log_steps",  "checkpoint_steps",
+                                         "eval_frequency",   "keep_checkpoints",  "seed",       "num_threads",
+                                         "nonfinite_policy", "loss_spike_factor", "tensorboard"};
   const Mapping m = section(v, keys, "a mapping");
   RunConfig r;
   for (const Mapping::Entry& e : m.entries()) {
@@ -338,6 +338,7 @@ RunConfig read_run(const Value& v) {
       r.loss_spike_factor = x.as_number("a number > 1, or 0 for off");
       if (r.loss_spike_factor != 0.0 && !(r.loss_spike_factor > 1.0)) x.expected("a number > 1, or 0 for off");
     }
+    if (e.key == "tensorboard") r.tensorboard = x.as_bool("true or false");
   }
   if (m.has("max_steps") == m.has("num_epochs")) v.fail("give exactly one of 'max_steps' and 'num_epochs'");
   return r;

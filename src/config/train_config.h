@@ -64,6 +64,7 @@ struct RunConfig {
   int num_threads = 0;           // 0: OpenMP's default
   NonfinitePolicy nonfinite_policy = NonfinitePolicy::Skip;
   double loss_spike_factor = 0.0;  // skip a step whose loss exceeds this x the running mean (0: off)
+  bool tensorboard = true;         // TensorBoard event files in the model directory's train/ and eval/
 };
 
 struct TrainConfig {

@@ -32,7 +32,10 @@ MetricsLog::~MetricsLog() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void MetricsLog::write(json row) {
+void MetricsLog::add_listener(Listener listener) { listeners_.push_back(std::move(listener)); }
+
+void MetricsLog::write(const json& given) {
+  json row = given;
   bool nonfinite = false;
   for (auto& [key, value] : row.items())
     if (value.is_number_float() && !std::isfinite(value.get<double>())) {
@@ -42,6 +45,7 @@ void MetricsLog::write(json row) {
   if (nonfinite) row["nonfinite"] = true;
   const std::string line = row.dump() + "\n";
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) fail("{}: cannot append a line", path_);
+  for (const Listener& listener : listeners_) listener(given);
 }
 
 }  // namespace sparsetrain

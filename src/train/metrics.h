@@ -4,8 +4,10 @@
 // Non-finite numbers are written as null with "nonfinite": true (JSON has no NaN).
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace sparsetrain {
 
@@ -19,11 +21,17 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
-  void write(nlohmann::json row);
+  void write(const nlohmann::json& row);
+
+  // `listener` gets every row written from now on, as given (non-finite numbers and all), so
+  // other logs (train/tensorboard_log.h) report the very values metrics.jsonl holds.
+  using Listener = std::function<void(const nlohmann::json& row)>;
+  void add_listener(Listener listener);
 
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
+  std::vector<Listener> listeners_;
 };
 
 }  // namespace sparsetrain

@@ -21,9 +21,12 @@ namespace {
 // A model directory with files of a run but no complete checkpoint holds a run that died before
 // its first checkpoint: nothing to resume, so the run starts afresh and the dead attempt's
 // files are kept beside it as <name>.interrupted-<k><extension>, k the first number free for all.
+// Its event file directories go too (train.interrupted-<k>): TensorBoard shows them as runs of
+// their own, apart from the new run's steps.
 void set_aside_dead_run(const std::string& dir) {
   const std::vector<fs::path> files = {fs::path(dir) / "metrics.jsonl", fs::path(dir) / "params.yaml",
-                                       fs::path(dir) / "run_environment.jsonl"};
+                                       fs::path(dir) / "run_environment.jsonl", fs::path(dir) / "train",
+                                       fs::path(dir) / "eval"};
   auto aside = [](const fs::path& file, int k) {
     return fs::path(file).replace_filename(
         fmt::format("{}.interrupted-{}{}", file.stem().string(), k, file.extension().string()));

@@ -21,6 +21,7 @@
 #include "train/hooks/train_log.h"
 #include "train/resume.h"
 #include "train/run_environment.h"
+#include "train/tensorboard_log.h"
 #include "train/training.h"
 
 namespace sparsetrain {
@@ -66,7 +67,9 @@ int evaluate_only(Setup& s, const RunOptions& o, int64_t step) {
   const EvalResult r = evaluate(*s.model, *s.data);
   fmt::print("{}\n", eval_line(s, step, r));
   std::fflush(stdout);
-  MetricsLog((fs::path(o.model_dir) / "metrics.jsonl").string(), -1).write(eval_row(s, step, r));
+  MetricsLog metrics((fs::path(o.model_dir) / "metrics.jsonl").string(), -1);
+  log_to_tensorboard(metrics, s, o.model_dir, -1);
+  metrics.write(eval_row(s, step, r));
   return 0;
 }
 
@@ -84,6 +87,7 @@ int run(Setup& s, const RunOptions& o) {
   record_config(s, dir, start.progress.step);
   const int64_t steps = total_steps(s);
   Training t(s, o, start.progress, steps);
+  log_to_tensorboard(t.metrics, s, dir, start.progress.step);
 
   // In the order they run at each event.
   auto checkpointer = std::make_unique<Checkpointer>(start.saved_step);

@@ -5,8 +5,9 @@
 //
 // SPARSETRAIN_TEST_KILL_TRIALS=N sets the number of kills (default 40: 8-25 s on two busy
 // cores); docs/reliability.md has the figures of long runs.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,20 +18,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
-
 #include "cli_runner.h"
 #include "io/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/setup.h"
+#include "unit/event_file_decoder.h"
 
 namespace sparsetrain::testing {
 namespace {
@@ -89,8 +88,8 @@ runconfig: {{max_steps: 10, log_steps: 1, checkpoint_steps: 1, keep_checkpoints:
     return steps;
   }
 
-  // Files in the model directory that are neither params.yaml (or an earlier one), metrics.jsonl nor part of a
-  // complete checkpoint: what an interrupted save left.
+  // Files in the model directory that are neither params.yaml (or an earlier one), metrics.jsonl, the event
+  // files' train/ nor part of a complete checkpoint: what an interrupted save left.
   std::vector<std::string> leftovers() const {
     static const std::regex earlier_config(R"(params\.to_step_\d+\.yaml)");  // a resume with other --max_steps
     static const std::regex checkpoint_file(R"(checkpoint_(\d+)\.(safetensors|state\.safetensors|done))");
@@ -98,7 +97,8 @@ runconfig: {{max_steps: 10, log_steps: 1, checkpoint_steps: 1, keep_checkpoints:
     std::vector<std::string> left;
     for (const fs::directory_entry& e : fs::directory_iterator(dir_)) {
       const std::string name = e.path().filename().string();
-      if (name == "params.yaml" || name == "metrics.jsonl" || std::regex_match(name, earlier_config)) continue;
+      if (name == "params.yaml" || name == "metrics.jsonl" || name == "train" || std::regex_match(name, earlier_config))
+        continue;
       std::smatch m;
       if (std::regex_match(name, m, checkpoint_file) &&
           std::find(done.begin(), done.end(), std::stoll(m[1].str())) != done.end())
@@ -174,6 +174,13 @@ TEST_F(CrashTest, KillNineAtRandomMomentsNeverLosesACompleteCheckpoint) {
     ASSERT_EQ(row["step"], expected++);
   }
   EXPECT_EQ(expected, newest + 1);
+  // So do the event files, decoded independently: one loss a step, once, in order, as in the metrics.
+  std::vector<int64_t> steps;
+  for (const fs::path& file : event_files(fs::path(dir_) / "train"))
+    for (const DecodedEvent& e : decode_event_file(file))
+      if (e.file_version.empty()) steps.push_back(e.step);
+  ASSERT_EQ(steps.size(), static_cast<std::size_t>(newest));
+  for (int64_t step = 1; step <= newest; ++step) ASSERT_EQ(steps[static_cast<std::size_t>(step - 1)], step);
   RecordProperty("kill_trials", trials);
   RecordProperty("interrupted_saves", interrupted_saves);
   std::printf("kill -9: %d of %d trials survived; %d kills left an interrupted save behind; %lld steps\n", trials,

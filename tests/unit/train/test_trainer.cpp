@@ -306,6 +306,8 @@ TEST_F(TrainerTest, StartsAfreshOverARunThatDiedBeforeItsFirstCheckpoint) {
   std::ofstream(dir / "params.yaml") << "# the dead attempt\n";
   std::ofstream(dir / "run_environment.jsonl") << "{\"step\":0,\"threads\":7}\n";
   std::ofstream(dir / "metrics.interrupted-1.jsonl") << "{\"step\":2}\n";  // an earlier dead attempt
+  fs::create_directories(dir / "train");
+  std::ofstream(dir / "train" / "events.out.tfevents.1.host.1.0") << "its events";
   ::testing::internal::CaptureStdout();
   const int code = train(config("", 4), dir);
   const std::string out = ::testing::internal::GetCapturedStdout();
@@ -313,7 +315,8 @@ TEST_F(TrainerTest, StartsAfreshOverARunThatDiedBeforeItsFirstCheckpoint) {
   EXPECT_THAT(out, HasSubstr(dir.string() +
                              ": the run there stopped before its first checkpoint; starting afresh (its files are "
                              "kept as metrics.interrupted-2.jsonl, params.interrupted-2.yaml, "
-                             "run_environment.interrupted-2.jsonl)"));
+                             "run_environment.interrupted-2.jsonl, train.interrupted-2)"));
+  EXPECT_EQ(bytes(dir / "train.interrupted-2" / "events.out.tfevents.1.host.1.0"), "its events");
   EXPECT_EQ(bytes(dir / "metrics.interrupted-1.jsonl"), "{\"step\":2}\n");
   EXPECT_EQ(bytes(dir / "metrics.interrupted-2.jsonl"), "{\"step\":1}\n");
   EXPECT_EQ(bytes(dir / "params.interrupted-2.yaml"), "# the dead attempt\n");
