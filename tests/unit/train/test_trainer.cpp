@@ -812,6 +812,16 @@ TEST(TrainConfig, NumericFaultKeysAreChecked) {
   }
 }
 
+TEST(TrainConfig, TensorboardIsOnUnlessTurnedOff) {
+  const std::string head = "model: {name: mlp}\ntrain_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\n";
+  EXPECT_TRUE(load_train_config_yaml(head + "runconfig: {num_epochs: 1}\n", "a.yaml").run.tensorboard);
+  EXPECT_FALSE(
+      load_train_config_yaml(head + "runconfig: {num_epochs: 1, tensorboard: false}\n", "a.yaml").run.tensorboard);
+  const std::string bad = error_of(
+      [&] { load_train_config_yaml(head + "runconfig:\n  num_epochs: 1\n  tensorboard: sometimes\n", "b.yaml"); });
+  EXPECT_THAT(bad, AllOf(HasSubstr("b.yaml:6:"), HasSubstr("tensorboard"), HasSubstr("true or false")));
+}
+
 TEST(TrainConfig, SparseInitIsScaledUnlessSaidOtherwise) {
   const std::string rest = "train_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n";
   EXPECT_EQ(load_train_config_yaml("model: {name: mlp}\n" + rest, "a.yaml").sparse_init, SparseInit::Scaled);
