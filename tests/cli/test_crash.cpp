@@ -97,7 +97,8 @@ runconfig: {{max_steps: 10, log_steps: 1, checkpoint_steps: 1, keep_checkpoints:
     std::vector<std::string> left;
     for (const fs::directory_entry& e : fs::directory_iterator(dir_)) {
       const std::string name = e.path().filename().string();
-      if (name == "params.yaml" || name == "metrics.jsonl" || name == "train" || std::regex_match(name, earlier_config))
+      if (name == "params.yaml" || name == "metrics.jsonl" || name == "run_environment.jsonl" || name == "train" ||
+          std::regex_match(name, earlier_config))
         continue;
       std::smatch m;
       if (std::regex_match(name, m, checkpoint_file) &&

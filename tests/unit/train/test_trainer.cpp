@@ -774,7 +774,7 @@ TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
   EXPECT_EQ(unchanged.text, yaml);  // nothing overridden: the file as written, comments included
 
   TrainConfig c = load_train_config_yaml(yaml, "as_given.yaml");
-  apply_run_overrides(c, {int64_t{12}, uint64_t{9}, 1});
+  apply_run_overrides(c, {int64_t{12}, uint64_t{9}, 1, std::nullopt});
   EXPECT_EQ(c.run.max_steps, 12);
   EXPECT_EQ(c.run.num_epochs, 0);
   EXPECT_EQ(c.run.seed, 9u);
