@@ -6,14 +6,18 @@
 # A finished run is skipped and an interrupted one resumes from its newest checkpoint, so running
 # this again completes the set. Then it writes the experiment's tables (experiments/summarize.py)
 # and figures (`sparsetrain plot`: loss against step and FLOPs, sparsity per layer, masks) into
-# runs/experiments/<experiment>/report/.
+# runs/experiments/<experiment>/report/. Every run directory records the binary's build flags, the
+# CPU and the ISAs its kernels and oneDNN ran (run_environment.jsonl), and the tables name them.
 #
-#   experiments/run.sh [--quick] [--jobs N] [EXPERIMENT...]
+#   experiments/run.sh [--quick] [--portable] [--jobs N] [EXPERIMENT...]
 #
-#   --quick   every run stops after its `quick_steps` (minutes for every experiment) into
-#             runs/experiments-quick/: a smoke test of the configs and the pipeline; its
-#             accuracies mean nothing.
-#   --jobs N  runs N trainings at once (default 1); each uses the threads its `runs` line names.
+#   --quick     every run stops after its `quick_steps` (minutes for every experiment) into
+#               runs/experiments-quick/: a smoke test of the configs and the pipeline; its
+#               accuracies mean nothing.
+#   --portable  numbers that carry across machines (docs/reliability.md#portable-mode): a binary
+#               built without -march=native (build-portable/), run with `sparsetrain --portable`
+#               (kernels and oneDNN capped at AVX2), into runs/experiments-portable/.
+#   --jobs N    runs N trainings at once (default 1); each uses the threads its `runs` line names.
 #
 # A `runs` line:  <run name> <config> <seed> <threads> <quick_steps> [extra sparsetrain options]
 # In the options, @<run> stands for the newest complete checkpoint of that earlier run of the same
@@ -22,14 +26,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=0
+portable=0
 jobs=1
 names=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
+    --portable) portable=1 ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    -*) echo "experiments/run.sh: unknown option '$1' (--quick, --jobs N)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -*) echo "experiments/run.sh: unknown option '$1' (--quick, --portable, --jobs N)" >&2; exit 2 ;;
     *) names+=("$1") ;;
   esac
   shift
@@ -49,10 +55,17 @@ for name in "${names[@]}"; do
   }
 done
 
-bin=build/src/cli/sparsetrain
-[ -x "$bin" ] || scripts/build.sh
+if [ "$portable" -eq 1 ]; then
+  bin=(build-portable/src/cli/sparsetrain --portable)
+  [ -x "${bin[0]}" ] || SPARSETRAIN_BUILD_DIR=build-portable SPARSETRAIN_BUILD_TARGETS=sparsetrain_bin \
+    scripts/build.sh -DSPARSETRAIN_NATIVE=OFF
+else
+  bin=(build/src/cli/sparsetrain)
+  [ -x "${bin[0]}" ] || scripts/build.sh
+fi
 out_root=runs/experiments
 [ "$quick" -eq 1 ] && out_root=runs/experiments-quick
+[ "$portable" -eq 1 ] && out_root=$out_root-portable
 
 # One training; its output goes to <model_dir>.log, and when it completes its wall time in seconds
 # to <model_dir>.seconds. Any other existing directory resumes.
@@ -81,7 +94,7 @@ train_one() {
   done
   mkdir -p "$out_root/$exp"
   local start=$SECONDS
-  if "$bin" train_and_eval --params "experiments/$exp/$config" --model_dir "$dir" --seed "$seed" \
+  if "${bin[@]}" train_and_eval --params "experiments/$exp/$config" --model_dir "$dir" --seed "$seed" \
       --threads "$threads" "${steps[@]}" "${options[@]}" >"$dir.log" 2>&1; then
     echo "$((SECONDS - start))" >"$dir.seconds"
     echo "  $run: $((SECONDS - start)) s"
@@ -128,7 +141,7 @@ for exp in "${names[@]}"; do
     [ -f "$out_root/$exp/$run.seconds" ] && plot_dirs+=(--model_dir "$out_root/$exp/$run")
   done <"experiments/$exp/runs"
   if [ ${#plot_dirs[@]} -gt 0 ]; then
-    "$bin" plot "${plot_dirs[@]}" --out "$report" >"$report/plot.log" 2>&1 || { failed=1; cat "$report/plot.log" >&2; }
+    "${bin[@]}" plot "${plot_dirs[@]}" --out "$report" >"$report/plot.log" 2>&1 || { failed=1; cat "$report/plot.log" >&2; }
     echo "  figures: $report/*.svg"
   fi
 done

@@ -8,7 +8,9 @@ seeds, the final evaluation (accuracy for classifiers, loss and perplexity for l
 mean +- sample standard deviation with every run's value, the best evaluation of each run averaged,
 training FLOPs (actual and dense-equivalent), mean ms per step and wall time per run. A `published`
 file in the experiment folder (`<group> <value> <source...>`) adds the published value. A run
-without a final evaluation is listed as unfinished, never silently dropped.
+without a final evaluation is listed as unfinished, never silently dropped. Below the table, what
+the runs ran with (each run directory's run_environment.jsonl: build flags, CPU, the ISAs of the
+kernels and of oneDNN, threads), one line per distinct environment with the runs that used it.
 """
 import json
 import math
@@ -132,6 +134,42 @@ def main():
             print(f"- published {group}: {value} — {source}")
     if unfinished:
         print(f"\nUnfinished (no final evaluation): {', '.join(unfinished)}")
+    print_environments(out_dir, [run for runs in groups.values() for run in runs])
+
+
+# The fields of run_environment.jsonl that decide a run's bits besides its config and seed
+# (docs/reliability.md#determinism-contract).
+ENVIRONMENT_FIELDS = ("sparsetrain", "compiler", "build_flags", "cpu", "kernel_isa", "onednn", "onednn_isa",
+                      "threads", "portable")
+
+
+def text(value):
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def print_environments(out_dir, runs):
+    used = {}
+    for run in runs:
+        path = out_dir / run["name"] / "run_environment.jsonl"
+        if not path.parent.exists():
+            continue  # not started
+        if not path.exists():
+            used.setdefault("not recorded", []).append(run["name"])
+            continue
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a crash
+            described = ", ".join(f"{k}: {text(record.get(k))}" for k in ENVIRONMENT_FIELDS)
+            names = used.setdefault(described, [])
+            if run["name"] not in names:
+                names.append(run["name"])
+    if not used:
+        return
+    print("\nEnvironments (run_environment.jsonl; a run resumed on another one lists both):\n")
+    for described, names in used.items():
+        print(f"- {described} — {', '.join(names)}")
 
 
 def run_configs(runs):
