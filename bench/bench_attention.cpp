@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "bench_common.h"
-#include "ops/attention.h"
+#include "sparsetrain/ops/attention.h"
 
 namespace sparsetrain::bench {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <string_view>
 
-#include "core/philox.h"
-#include "core/tensor.h"
-#include "formats/format_spec.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/core/tensor.h"
+#include "sparsetrain/formats/format_spec.h"
 
 namespace sparsetrain::bench {
 

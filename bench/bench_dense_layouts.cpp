@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "bench_common.h"
-#include "kernels/dense_gemm.h"
+#include "sparsetrain/kernels/dense_gemm.h"
 
 namespace sparsetrain::bench {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "core/isa.h"
-#include "core/parallel.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/core/parallel.h"
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

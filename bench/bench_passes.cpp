@@ -6,12 +6,12 @@
 #include <string>
 
 #include "bench_common.h"
-#include "formats/random_mask.h"
-#include "formats/sparse_weight.h"
-#include "kernels/dense_gemm.h"
-#include "kernels/kernel_list.h"
-#include "kernels/spmm.h"
-#include "ops/linear.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/formats/sparse_weight.h"
+#include "sparsetrain/kernels/dense_gemm.h"
+#include "sparsetrain/kernels/kernel_list.h"
+#include "sparsetrain/kernels/spmm.h"
+#include "sparsetrain/ops/linear.h"
 
 namespace sparsetrain::bench {
 namespace {

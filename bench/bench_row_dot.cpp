@@ -7,16 +7,16 @@
 #include <algorithm>
 
 #include "bench_common.h"
-#include "core/aligned_buffer.h"
-#include "core/isa.h"
-#include "formats/block_sparse.h"
-#include "formats/random_mask.h"
-#include "kernels/spmm.h"
+#include "sparsetrain/core/aligned_buffer.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/formats/block_sparse.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/kernels/spmm.h"
 
 // The vector type first, then the kernel bodies written against it, as in kernels/spmm_avx512.cpp.
 // clang-format off
-#include "kernels/simd/isa_avx512.h"
-#include "kernels/simd/common.h"
+#include "sparsetrain/kernels/simd/isa_avx512.h"
+#include "sparsetrain/kernels/simd/common.h"
 // clang-format on
 
 namespace sparsetrain::bench {

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "bench_common.h"
-#include "formats/random_mask.h"
-#include "formats/sparse_weight.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/formats/sparse_weight.h"
 
 namespace sparsetrain::bench {
 namespace {

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/philox.h"
-#include "formats/random_mask.h"
-#include "ops/linear.h"
-#include "optim/sgd.h"
-#include "sparsity/algorithms.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/ops/linear.h"
+#include "sparsetrain/optim/sgd.h"
+#include "sparsetrain/sparsity/algorithms.h"
 
 using namespace sparsetrain;
 

@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.h"
-#include "core/utf8.h"
 #include "fuzz_common.h"
-#include "text/gpt2_tokenizer.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/utf8.h"
+#include "sparsetrain/text/gpt2_tokenizer.h"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.h"
-#include "data/idx.h"
 #include "fuzz_common.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/data/idx.h"
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <span>
 
-#include "core/error.h"
 #include "fuzz_common.h"
-#include "io/safetensors.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size > sparsetrain::fuzz::kMaxInputBytes) return -1;

@@ -6,10 +6,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.h"
-#include "core/utf8.h"
-#include "data/text_corpus.h"
 #include "fuzz_common.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/utf8.h"
+#include "sparsetrain/data/text_corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size > sparsetrain::fuzz::kMaxInputBytes) return -1;

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <string>
 
-#include "config/sparsity_config.h"
-#include "config/train_config.h"
-#include "core/error.h"
 #include "fuzz_common.h"
+#include "sparsetrain/config/sparsity_config.h"
+#include "sparsetrain/config/train_config.h"
+#include "sparsetrain/core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size > sparsetrain::fuzz::kMaxInputBytes) return -1;

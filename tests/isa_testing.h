@@ -3,8 +3,8 @@
 // (SPARSETRAIN_MAX_ISA's programmatic form, scoped_setting.h) that restores the previous one.
 #include <vector>
 
-#include "core/isa.h"
 #include "scoped_setting.h"
+#include "sparsetrain/core/isa.h"
 
 namespace sparsetrain::testing_isa {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Process-wide settings a test changes for one scope: the previous value comes back when the
 // scope ends, also when a failed ASSERT leaves it early.
-#include "core/isa.h"
-#include "core/parallel.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/core/parallel.h"
 
 namespace sparsetrain::testing {
 

@@ -10,14 +10,14 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/isa.h"
-#include "core/parallel.h"
-#include "core/philox.h"
-#include "formats/random_mask.h"
-#include "formats/sparse_weight.h"
-#include "kernels/dense_gemm.h"
-#include "ops/linear.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/core/parallel.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/formats/sparse_weight.h"
+#include "sparsetrain/kernels/dense_gemm.h"
+#include "sparsetrain/ops/linear.h"
 
 namespace sparsetrain {
 

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "cli/memory_check.h"
-#include "core/error.h"
-#include "core/isa.h"
-#include "core/parallel.h"
-#include "core/profile.h"
-#include "kernels/dense_gemm.h"
-#include "kernels/dense_isa.h"
-#include "train/step.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/core/parallel.h"
+#include "sparsetrain/core/profile.h"
+#include "sparsetrain/kernels/dense_gemm.h"
+#include "sparsetrain/kernels/dense_isa.h"
+#include "sparsetrain/train/step.h"
 
 extern char** environ;
 

@@ -11,8 +11,8 @@
 #include <variant>
 #include <vector>
 
-#include "config/train_config.h"
-#include "train/setup.h"
+#include "sparsetrain/config/train_config.h"
+#include "sparsetrain/train/setup.h"
 
 namespace sparsetrain {
 

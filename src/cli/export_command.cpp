@@ -6,10 +6,10 @@
 
 #include "cli/memory_check.h"
 #include "cli/model_dir.h"
-#include "core/error.h"
-#include "hf/pretrained_dir.h"
-#include "train/checkpoint.h"
-#include "train/setup.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/hf/pretrained_dir.h"
+#include "sparsetrain/train/checkpoint.h"
+#include "sparsetrain/train/setup.h"
 
 namespace sparsetrain {
 

@@ -8,9 +8,9 @@
 #include <filesystem>
 
 #include "cli/model_dir.h"
-#include "io/nan_form.h"
-#include "io/safetensors.h"
-#include "nn/sparse_tensors.h"
+#include "sparsetrain/io/nan_form.h"
+#include "sparsetrain/io/safetensors.h"
+#include "sparsetrain/nn/sparse_tensors.h"
 
 namespace sparsetrain {
 

@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include "cli/train_command.h"
-#include "core/build_info.h"
-#include "core/cpu_model.h"
-#include "core/error.h"
-#include "core/isa.h"
-#include "kernels/dense_isa.h"
-#include "train/run_environment.h"
+#include "sparsetrain/core/build_info.h"
+#include "sparsetrain/core/cpu_model.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/kernels/dense_isa.h"
+#include "sparsetrain/train/run_environment.h"
 
 namespace sparsetrain {
 

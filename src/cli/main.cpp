@@ -19,13 +19,13 @@
 #include "cli/isa_options.h"
 #include "cli/plot_command.h"
 #include "cli/train_command.h"
-#include "config/yaml_reader.h"
-#include "core/build_info.h"
-#include "core/cpu_model.h"
-#include "core/error.h"
-#include "core/isa.h"
-#include "core/verbose.h"
-#include "kernels/dense_isa.h"
+#include "sparsetrain/config/yaml_reader.h"
+#include "sparsetrain/core/build_info.h"
+#include "sparsetrain/core/cpu_model.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/core/verbose.h"
+#include "sparsetrain/kernels/dense_isa.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <variant>
 
-#include "core/error.h"
+#include "sparsetrain/core/error.h"
 
 namespace sparsetrain {
 

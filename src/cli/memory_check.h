@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "config/train_config.h"
+#include "sparsetrain/config/train_config.h"
 
 namespace sparsetrain {
 

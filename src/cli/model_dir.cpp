@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "core/error.h"
-#include "train/checkpoint.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/train/checkpoint.h"
 
 namespace sparsetrain {
 

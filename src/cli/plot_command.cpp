@@ -11,14 +11,14 @@
 #include <set>
 
 #include "cli/model_dir.h"
-#include "core/error.h"
-#include "io/atomic_file.h"
-#include "nn/sparse_tensors.h"
-#include "report/checkpoint_masks.h"
-#include "report/line_chart.h"
-#include "report/mask_figure.h"
-#include "report/run_metrics.h"
-#include "report/small_multiples.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/io/atomic_file.h"
+#include "sparsetrain/nn/sparse_tensors.h"
+#include "sparsetrain/report/checkpoint_masks.h"
+#include "sparsetrain/report/line_chart.h"
+#include "sparsetrain/report/mask_figure.h"
+#include "sparsetrain/report/run_metrics.h"
+#include "sparsetrain/report/small_multiples.h"
 
 namespace sparsetrain {
 

@@ -7,11 +7,11 @@
 
 #include "cli/memory_check.h"
 #include "cli/model_dir.h"
-#include "core/error.h"
-#include "core/parallel.h"
-#include "models/generate.h"
-#include "train/checkpoint.h"
-#include "train/trainer.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/parallel.h"
+#include "sparsetrain/models/generate.h"
+#include "sparsetrain/train/checkpoint.h"
+#include "sparsetrain/train/trainer.h"
 
 namespace sparsetrain {
 

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "core/error.h"
-#include "models/generate.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/models/generate.h"
 
 namespace sparsetrain {
 

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "cli_runner.h"
-#include "core/build_info.h"
-#include "core/cpu_model.h"
-#include "core/isa.h"
-#include "core/read_file.h"
-#include "kernels/dense_isa.h"
+#include "sparsetrain/core/build_info.h"
+#include "sparsetrain/core/cpu_model.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/core/read_file.h"
+#include "sparsetrain/kernels/dense_isa.h"
 #include "tiny_gpt_run.h"
 
 namespace sparsetrain::testing {

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "cli_runner.h"
-#include "io/safetensors.h"
-#include "train/checkpoint.h"
-#include "train/setup.h"
+#include "sparsetrain/io/safetensors.h"
+#include "sparsetrain/train/checkpoint.h"
+#include "sparsetrain/train/setup.h"
 #include "unit/event_file_decoder.h"
 
 namespace sparsetrain::testing {

@@ -14,10 +14,10 @@
 #include <string>
 
 #include "cli_runner.h"
-#include "config/train_config.h"
-#include "io/safetensors.h"
+#include "sparsetrain/config/train_config.h"
+#include "sparsetrain/io/safetensors.h"
+#include "sparsetrain/train/setup.h"
 #include "tiny_gpt_run.h"
-#include "train/setup.h"
 
 namespace sparsetrain::testing {
 namespace {

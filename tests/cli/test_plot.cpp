@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cli_runner.h"
-#include "io/safetensors.h"
-#include "nn/sparse_tensors.h"
+#include "sparsetrain/io/safetensors.h"
+#include "sparsetrain/nn/sparse_tensors.h"
 #include "tiny_gpt_run.h"
 
 namespace sparsetrain::testing {

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/isa.h"
-#include "io/safetensors.h"
 #include "isa_testing.h"
-#include "models/gpt.h"
-#include "models/mlp.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/io/safetensors.h"
+#include "sparsetrain/models/gpt.h"
+#include "sparsetrain/models/mlp.h"
 
 namespace sparsetrain {
 namespace {

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "core/error.h"
+#include "sparsetrain/core/error.h"
 
 namespace sparsetrain::testing {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <memory>
 
-#include "nn/module.h"
+#include "sparsetrain/nn/module.h"
 
 namespace sparsetrain::testing {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config_diff.h"
+#include "sparsetrain/config/config_diff.h"
 
 namespace sparsetrain {
 namespace {

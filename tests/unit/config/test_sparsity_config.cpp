@@ -12,11 +12,11 @@
 #include <fstream>
 #include <mutex>
 
-#include "config/sparsity_config.h"
 #include "error_of.h"
-#include "sparsity/algorithms.h"
-#include "sparsity/group.h"
-#include "sparsity/mask_select.h"
+#include "sparsetrain/config/sparsity_config.h"
+#include "sparsetrain/sparsity/algorithms.h"
+#include "sparsetrain/sparsity/group.h"
+#include "sparsetrain/sparsity/mask_select.h"
 #include "toy_modules.h"
 
 namespace sparsetrain {

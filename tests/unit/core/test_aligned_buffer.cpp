@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "core/aligned_buffer.h"
+#include "sparsetrain/core/aligned_buffer.h"
 
 namespace sparsetrain {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "core/error.h"
-#include "core/isa.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/isa.h"
 
 namespace sparsetrain {
 namespace {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/json_text.h"
+#include "sparsetrain/core/json_text.h"
 
 namespace sparsetrain {
 namespace {

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/parallel.h"
 #include "scoped_setting.h"
+#include "sparsetrain/core/parallel.h"
 
 namespace sparsetrain {
 namespace {

@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "core/philox.h"
+#include "sparsetrain/core/philox.h"
 
 namespace sparsetrain {
 namespace {

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "core/profile.h"
+#include "sparsetrain/core/profile.h"
 
 namespace sparsetrain {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <thread>
 
-#include "core/read_file.h"
 #include "error_of.h"
+#include "sparsetrain/core/read_file.h"
 #include "temp_dir.h"
 
 namespace sparsetrain {

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <set>
 
-#include "data/fashion_mnist.h"
 #include "error_of.h"
+#include "sparsetrain/data/fashion_mnist.h"
 
 namespace sparsetrain {
 namespace {

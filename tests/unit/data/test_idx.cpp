@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "data/idx.h"
 #include "error_of.h"
+#include "sparsetrain/data/idx.h"
 
 namespace sparsetrain {
 namespace {

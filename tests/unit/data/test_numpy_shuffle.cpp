@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "data/numpy_shuffle.h"
 #include "error_of.h"
+#include "sparsetrain/data/numpy_shuffle.h"
 
 namespace sparsetrain {
 namespace {

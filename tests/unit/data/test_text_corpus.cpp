@@ -6,8 +6,8 @@
 #include <fstream>
 #include <set>
 
-#include "data/text_corpus.h"
 #include "error_of.h"
+#include "sparsetrain/data/text_corpus.h"
 
 namespace sparsetrain {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/philox.h"
-#include "core/tensor.h"
-#include "formats/format_spec.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/core/tensor.h"
+#include "sparsetrain/formats/format_spec.h"
 
 namespace sparsetrain::testing {
 

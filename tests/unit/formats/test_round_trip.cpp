@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "format_test_util.h"
-#include "formats/block_sparse.h"
-#include "formats/random_mask.h"
-#include "formats/sparse_weight.h"
+#include "sparsetrain/formats/block_sparse.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/formats/sparse_weight.h"
 
 namespace sparsetrain {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "format_test_util.h"
-#include "formats/random_mask.h"
-#include "formats/sparse_weight.h"
-#include "ops/linear.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/formats/sparse_weight.h"
+#include "sparsetrain/ops/linear.h"
 
 namespace sparsetrain {
 namespace {

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "format_test_util.h"
-#include "formats/random_mask.h"
-#include "formats/sparse_weight.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/formats/sparse_weight.h"
 
 namespace sparsetrain {
 namespace {

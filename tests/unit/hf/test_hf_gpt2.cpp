@@ -13,13 +13,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/read_file.h"
 #include "error_of.h"
-#include "hf/pretrained_dir.h"
-#include "io/safetensors.h"
-#include "models/gpt.h"
+#include "sparsetrain/core/read_file.h"
+#include "sparsetrain/hf/pretrained_dir.h"
+#include "sparsetrain/io/safetensors.h"
+#include "sparsetrain/models/gpt.h"
+#include "sparsetrain/text/byte_tokenizer.h"
 #include "temp_dir.h"
-#include "text/byte_tokenizer.h"
 
 namespace sparsetrain {
 namespace {

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "error_of.h"
-#include "io/nan_form.h"
+#include "sparsetrain/io/nan_form.h"
 
 namespace sparsetrain {
 namespace {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "error_of.h"
-#include "io/safetensors.h"
+#include "sparsetrain/io/safetensors.h"
 
 namespace sparsetrain {
 namespace {

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <random>
 
-#include "core/read_file.h"
+#include "sparsetrain/core/read_file.h"
 #include "event_file_decoder.h"
-#include "io/crc32c.h"
-#include "io/event_file.h"
-#include "io/tfrecord.h"
+#include "sparsetrain/io/crc32c.h"
+#include "sparsetrain/io/event_file.h"
+#include "sparsetrain/io/tfrecord.h"
 #include "temp_dir.h"
 
 namespace sparsetrain {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/philox.h"
-#include "kernels/dense_gemm.h"
-#include "ops/linear.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/kernels/dense_gemm.h"
+#include "sparsetrain/ops/linear.h"
 
 namespace sparsetrain {
 namespace {

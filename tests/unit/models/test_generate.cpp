@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
-#include "core/philox.h"
 #include "error_of.h"
-#include "models/generate.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/models/generate.h"
 #include "tiny_gpt.h"
 
 namespace sparsetrain {

@@ -9,14 +9,14 @@
 #include <memory>
 #include <string>
 
-#include "core/error.h"
-#include "core/philox.h"
 #include "error_of.h"
-#include "models/gpt.h"
-#include "models/linear.h"
-#include "models/mlp.h"
-#include "models/sparse_init.h"
-#include "sparsity/algorithms.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/models/gpt.h"
+#include "sparsetrain/models/linear.h"
+#include "sparsetrain/models/mlp.h"
+#include "sparsetrain/models/sparse_init.h"
+#include "sparsetrain/sparsity/algorithms.h"
 #include "tiny_gpt.h"
 
 namespace sparsetrain {

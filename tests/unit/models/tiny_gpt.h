@@ -1,6 +1,6 @@
 #pragma once
 // The GPT the model tests run: 2 layers, 2 heads, width 12, context 7, vocabulary 13.
-#include "models/gpt.h"
+#include "sparsetrain/models/gpt.h"
 
 namespace sparsetrain {
 

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "error_of.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/nn/module.h"
 #include "toy_modules.h"
-#include "formats/random_mask.h"
-#include "nn/module.h"
 
 namespace sparsetrain {
 namespace {

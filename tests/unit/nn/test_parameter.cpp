@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "core/philox.h"
 #include "error_of.h"
-#include "formats/random_mask.h"
-#include "nn/parameter.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/nn/parameter.h"
 
 namespace sparsetrain {
 namespace {

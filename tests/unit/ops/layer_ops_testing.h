@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "core/parallel.h"
-#include "core/philox.h"
-#include "core/tensor.h"
 #include "error_of.h"
 #include "isa_testing.h"
+#include "sparsetrain/core/parallel.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/core/tensor.h"
 
 namespace sparsetrain::layer_testing {
 

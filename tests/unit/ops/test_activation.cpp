@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "layer_ops_testing.h"
-#include "ops/activation.h"
+#include "sparsetrain/ops/activation.h"
 
 namespace sparsetrain {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "layer_ops_testing.h"
-#include "ops/attention.h"
+#include "sparsetrain/ops/attention.h"
 
 namespace sparsetrain {
 namespace {

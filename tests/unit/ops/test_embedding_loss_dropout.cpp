@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "layer_ops_testing.h"
-#include "ops/dropout.h"
-#include "ops/embedding.h"
-#include "ops/loss.h"
+#include "sparsetrain/ops/dropout.h"
+#include "sparsetrain/ops/embedding.h"
+#include "sparsetrain/ops/loss.h"
 
 namespace sparsetrain {
 namespace {

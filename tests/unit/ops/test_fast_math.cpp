@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "layer_ops_testing.h"
-#include "ops/fast_math.h"
+#include "sparsetrain/ops/fast_math.h"
 
 namespace sparsetrain {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "layer_ops_testing.h"
-#include "ops/layer_norm.h"
+#include "sparsetrain/ops/layer_norm.h"
 
 namespace sparsetrain {
 namespace {

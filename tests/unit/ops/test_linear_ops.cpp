@@ -11,14 +11,14 @@
 #include <tuple>
 #include <vector>
 
-#include "core/isa.h"
-#include "core/philox.h"
-#include "formats/random_mask.h"
-#include "formats/sparse_weight.h"
-#include "kernels/kernel_list.h"
-#include "kernels/spmm.h"
 #include "layer_ops_testing.h"
-#include "ops/linear.h"
+#include "sparsetrain/core/isa.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/formats/sparse_weight.h"
+#include "sparsetrain/kernels/kernel_list.h"
+#include "sparsetrain/kernels/spmm.h"
+#include "sparsetrain/ops/linear.h"
 
 namespace sparsetrain {
 namespace {

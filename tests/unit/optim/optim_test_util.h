@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/philox.h"
 #include "error_of.h"
-#include "formats/random_mask.h"
-#include "formats/sparse_weight.h"
-#include "nn/parameter.h"
-#include "optim/optimizer.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/formats/sparse_weight.h"
+#include "sparsetrain/nn/parameter.h"
+#include "sparsetrain/optim/optimizer.h"
 
 namespace sparsetrain::optim_test {
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "optim/adamw.h"
 #include "optim_test_util.h"
+#include "sparsetrain/optim/adamw.h"
 
 namespace sparsetrain {
 namespace {

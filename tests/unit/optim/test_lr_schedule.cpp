@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "optim/lr_schedule.h"
 #include "optim_test_util.h"
+#include "sparsetrain/optim/lr_schedule.h"
 
 namespace sparsetrain {
 namespace {

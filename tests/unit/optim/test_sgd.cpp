@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "ops/linear.h"
-#include "optim/sgd.h"
 #include "optim_test_util.h"
+#include "sparsetrain/ops/linear.h"
+#include "sparsetrain/optim/sgd.h"
 
 namespace sparsetrain {
 namespace {

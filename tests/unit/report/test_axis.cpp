@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "report/axis.h"
-#include "report/svg_document.h"
+#include "sparsetrain/report/axis.h"
+#include "sparsetrain/report/svg_document.h"
 
 namespace sparsetrain {
 namespace {

@@ -6,9 +6,9 @@
 #include <random>
 #include <vector>
 
-#include "core/error.h"
-#include "report/mask_figure.h"
-#include "report/mask_grid.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/report/mask_figure.h"
+#include "sparsetrain/report/mask_grid.h"
 
 namespace sparsetrain {
 namespace {

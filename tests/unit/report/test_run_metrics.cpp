@@ -5,7 +5,7 @@
 #include <string>
 
 #include "error_of.h"
-#include "report/run_metrics.h"
+#include "sparsetrain/report/run_metrics.h"
 
 namespace sparsetrain {
 namespace {

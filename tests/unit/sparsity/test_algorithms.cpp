@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/philox.h"
 #include "error_of.h"
-#include "optim/sgd.h"
-#include "sparsity/algorithms.h"
-#include "sparsity/group.h"
-#include "sparsity/mask_select.h"
+#include "sparsetrain/core/philox.h"
+#include "sparsetrain/optim/sgd.h"
+#include "sparsetrain/sparsity/algorithms.h"
+#include "sparsetrain/sparsity/group.h"
+#include "sparsetrain/sparsity/mask_select.h"
 #include "toy_modules.h"
 
 namespace sparsetrain {

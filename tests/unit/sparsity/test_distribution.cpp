@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "error_of.h"
-#include "sparsity/distribution.h"
+#include "sparsetrain/sparsity/distribution.h"
 
 namespace sparsetrain {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "../formats/format_test_util.h"
-#include "formats/random_mask.h"
-#include "sparsity/mask_select.h"
+#include "sparsetrain/formats/random_mask.h"
+#include "sparsetrain/sparsity/mask_select.h"
 
 namespace sparsetrain {
 namespace {

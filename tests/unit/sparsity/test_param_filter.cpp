@@ -1,8 +1,8 @@
 // Parameter filters: fnmatch globs over whole dotted names, PCRE2 regexes, and the default.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "sparsity/param_filter.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/sparsity/param_filter.h"
 
 namespace sparsetrain {
 namespace {

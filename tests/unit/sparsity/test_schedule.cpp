@@ -5,8 +5,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/error.h"
-#include "sparsity/schedule.h"
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/sparsity/schedule.h"
 
 namespace sparsetrain {
 namespace {

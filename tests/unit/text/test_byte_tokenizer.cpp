@@ -3,7 +3,7 @@
 #include <random>
 
 #include "error_of.h"
-#include "text/byte_tokenizer.h"
+#include "sparsetrain/text/byte_tokenizer.h"
 
 namespace sparsetrain {
 namespace {

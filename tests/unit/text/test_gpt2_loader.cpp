@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "core/npm_data.h"
 #include "error_of.h"
+#include "sparsetrain/core/npm_data.h"
+#include "sparsetrain/text/gpt2_tokenizer.h"
 #include "temp_dir.h"
-#include "text/gpt2_tokenizer.h"
 
 namespace sparsetrain {
 namespace {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "error_of.h"
-#include "text/gpt2_tokenizer.h"
+#include "sparsetrain/text/gpt2_tokenizer.h"
 
 namespace sparsetrain {
 namespace {

@@ -11,8 +11,8 @@
 #include <map>
 
 #include "event_file_decoder.h"
-#include "io/tfrecord.h"
-#include "train/checkpoint.h"
+#include "sparsetrain/io/tfrecord.h"
+#include "sparsetrain/train/checkpoint.h"
 #include "trainer_test.h"
 
 namespace sparsetrain {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "error_of.h"
-#include "train/trainer_state.h"
+#include "sparsetrain/train/trainer_state.h"
 
 namespace sparsetrain {
 namespace {

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "core/read_file.h"
-#include "train/trainer.h"
+#include "sparsetrain/core/read_file.h"
+#include "sparsetrain/train/trainer.h"
 
 namespace sparsetrain {
 

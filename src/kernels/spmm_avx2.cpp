@@ -1,6 +1,0 @@
-// AVX2 kernels: 8-lane vectors, 8 per 64-token tile. Compiled with AVX2 + FMA flags only here.
-#include "kernels/spmm.h"
-
-#include "kernels/simd/isa_avx2.h"
-
-#include "kernels/spmm_simd.h"

@@ -1,0 +1,1 @@
+#include "sparsetrain/core/error.h"

@@ -1,0 +1,31 @@
+#pragma once
+// TransposedPattern: the block-sparse W^T of a block pattern, plus the permutation from each
+// transposed block to its source block. Rebuilt when the mask changes (counting sort by
+// column, O(blocks + cols)). It holds no values: gather_values() builds them from the source
+// values, transposing each b x b block, into a buffer the caller owns (formats/gather.h).
+#include <cstdint>
+
+#include "sparsetrain/core/aligned_buffer.h"
+#include "sparsetrain/kernels/sparse_view.h"
+
+namespace sparsetrain {
+
+class TransposedPattern {
+ public:
+  // src: the pattern of W [rows x cols] in blocks of `block` (values are not read).
+  void build(const BlockSparseView& src);
+  void reserve(int64_t blocks);
+  int64_t values_size() const { return view_.blocks() * view_.block * view_.block; }
+  // dst [values_size()]: W^T's values from W's.
+  void gather_values(const float* src_values, float* dst) const;
+  BlockSparseView view(const float* values) const;
+  // perm()[i]: the source block of transposed block i.
+  const int32_t* perm() const { return perm_.data(); }
+  std::size_t memory_bytes() const;
+
+ private:
+  AlignedBuffer<int32_t> row_ptr_, col_, perm_, cursor_, slice_ptr_;
+  BlockSparseView view_;
+};
+
+}  // namespace sparsetrain

@@ -1,0 +1,80 @@
+#include "sparsetrain/hf/pretrained_dir.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "sparsetrain/core/error.h"
+#include "sparsetrain/core/read_file.h"
+#include "sparsetrain/hf/gpt2_config.h"
+#include "sparsetrain/hf/gpt2_tensors.h"
+#include "sparsetrain/hf/tokenizer_files.h"
+#include "sparsetrain/io/atomic_file.h"
+#include "sparsetrain/io/safetensors.h"
+
+namespace sparsetrain {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+void write_hf_gpt2_dir(const std::string& out, const StateDict& state, const GptConfig& config,
+                       const Tokenizer& tokenizer) {
+  create_output_directory(out, "--out");
+  if (!fs::is_empty(out))
+    fail("--out {}: the directory holds files; give a new or empty directory for the export", out);
+  const fs::path dir(out);
+  // transformers refuses safetensors whose metadata lacks format: pt.
+  write_safetensors((dir / "model.safetensors").string(), to_hf_gpt2(state, config), {{"format", "pt"}});
+  const StateDict masks = to_hf_gpt2(state, config, /*masks=*/true);
+  if (!masks.tensors.empty()) write_safetensors((dir / "masks.safetensors").string(), masks, {{"format", "pt"}});
+  write_file_atomically((dir / "config.json").string(),
+                        hf_gpt2_config_json(config, tokenizer.end_of_text()).dump(2) + "\n");
+  write_hf_tokenizer_files(out, tokenizer, config.context);
+}
+
+namespace {
+
+std::string config_path(const std::string& dir) { return (fs::path(dir) / "config.json").string(); }
+
+}  // namespace
+
+GptConfig read_hf_gpt2_config(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    fail("hf:{}: {}", dir,
+         fs::exists(dir, ec) ? "not a directory; expected a Hugging Face model directory" : "no such directory");
+  const fs::path d(dir);
+  if (!fs::exists(d / "model.safetensors", ec)) {
+    if (fs::exists(d / "pytorch_model.bin", ec))
+      fail(
+          "hf:{}: has its weights only as pytorch_model.bin, a Python pickle, which sparsetrain does not read (loading "
+          "a pickle runs code); convert it to model.safetensors with transformers: python3 -c \"from transformers "
+          "import AutoModelForCausalLM as M; M.from_pretrained('{}').save_pretrained('{}', safe_serialization=True)\"",
+          dir, dir, dir);
+    if (fs::exists(d / "model.safetensors.index.json", ec))
+      fail(
+          "hf:{}: the weights are sharded (model.safetensors.index.json); sparsetrain reads one model.safetensors: "
+          "save the model again with save_pretrained(DIR, max_shard_size=\"100GB\")",
+          dir);
+    fail("hf:{}: no model.safetensors; expected a Hugging Face model directory (config.json and model.safetensors)",
+         dir);
+  }
+  const std::string path = config_path(dir);
+  if (!fs::exists(path, ec)) fail("hf:{}: no config.json beside model.safetensors", dir);
+  json j;
+  try {
+    j = json::parse(read_file(path));
+  } catch (const json::parse_error& e) {
+    fail("{}: not valid JSON: {}", path, e.what());
+  }
+  return hf_gpt2_config_from_json(j, path);
+}
+
+StateDict read_hf_gpt2_weights(const std::string& dir) {
+  const GptConfig config = read_hf_gpt2_config(dir);
+  const std::string path = (fs::path(dir) / "model.safetensors").string();
+  return from_hf_gpt2(read_safetensors(path).tensors, config, path, config_path(dir));
+}
+
+}  // namespace sparsetrain

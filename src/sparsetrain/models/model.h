@@ -1,0 +1,50 @@
+#pragma once
+// Model: what the trainer drives. A model is a Module tree (dotted parameter names shared with
+// configs, sparsity groups and checkpoints) that computes a loss on a batch and the gradient of
+// that loss, layer by layer, with explicit forward and backward passes.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sparsetrain/core/tensor.h"
+#include "sparsetrain/nn/module.h"
+#include "sparsetrain/ops/loss.h"
+
+namespace sparsetrain {
+
+// One batch: token sequences for a language model, or feature rows for a classifier.
+struct Batch {
+  int64_t rows = 0;              // sequences or samples
+  int64_t seq = 1;               // tokens per sequence (1 for a classifier)
+  std::vector<int32_t> ids;      // [rows * seq] input token ids (language models)
+  Matrix inputs;                 // [rows x features] (classifiers)
+  std::vector<int32_t> targets;  // [rows * seq] next-token ids, or class labels
+  int64_t predictions() const { return rows * seq; }
+};
+
+// Training FLOPs of one forward and backward pass (2 per multiply-add). `dense` counts every
+// weight of every linear layer; `actual` counts only the stored ones, which is what the sparse
+// kernels execute. Everything else (attention, embeddings, the tied head) counts the same in both.
+struct Flops {
+  double dense = 0.0;
+  double actual = 0.0;
+};
+
+class Model : public Module {
+ public:
+  using Module::Module;
+
+  // Weights drawn from Philox keyed by `seed` and each parameter's name (biases zero, norms one).
+  virtual void init_weights(uint64_t seed) = 0;
+  // The batch's mean loss and correct predictions. With `training`, keeps what backward() needs
+  // and applies dropout keyed by (seed, step).
+  virtual LossResult forward(const Batch& batch, bool training, uint64_t seed, int64_t step) = 0;
+  // Adds the gradient of the last training forward's mean loss to every parameter's grad().
+  virtual void backward() = 0;
+  // Training FLOPs of forward + backward on a batch of `rows` x `seq`, with the current masks.
+  virtual Flops training_flops(int64_t rows, int64_t seq) const = 0;
+  // One line: "gpt: 6 layers, 8 heads, width 512, context 256, vocabulary 8192".
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace sparsetrain

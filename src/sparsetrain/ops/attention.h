@@ -1,0 +1,37 @@
+#pragma once
+// Causal multi-head self-attention, the core of a GPT-2 block between c_attn and c_proj:
+//
+//   qkv [B*T x 3C]  token-major; columns [0, C) are the queries, [C, 2C) the keys, [2C, 3C) the
+//                   values; head h owns columns [h*D, (h+1)*D) of each, D = C / H
+//   att[b, h]       = softmax(q k^T / sqrt(D)) over keys 0..t for query t (causal) [T x T]
+//   out [B*T x C]   = att v, heads side by side in the same column layout
+//
+// The softmax probabilities are saved for the backward pass: B*H*T*T floats,
+//   probs[((b*H + h)*T + t)*T + s] = att[b, h][t, s]
+// with the entries above the diagonal (s > t) written as zero. Work is split over (batch, head)
+// pairs; every output element is computed by one thread in a fixed order, so results do not
+// depend on the thread count.
+#include <cstdint>
+
+#include "sparsetrain/core/tensor.h"
+
+namespace sparsetrain {
+
+struct AttentionShape {
+  int64_t batch = 0;     // B
+  int64_t seq = 0;       // T
+  int64_t heads = 0;     // H
+  int64_t channels = 0;  // C, a multiple of H
+
+  int64_t head_dim() const { return channels / heads; }
+  int64_t probs_size() const { return batch * heads * seq * seq; }
+};
+
+// out (overwritten) and probs [probs_size()] from qkv.
+void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView out, float* probs);
+
+// dqkv [B*T x 3C] (overwritten) from dout [B*T x C], the forward's qkv and probs.
+void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatrixView qkv, const float* probs,
+                        MatrixView dqkv);
+
+}  // namespace sparsetrain

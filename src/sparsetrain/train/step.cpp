@@ -1,0 +1,101 @@
+#include "sparsetrain/train/step.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "sparsetrain/core/parallel.h"
+#include "sparsetrain/core/profile.h"
+#include "sparsetrain/ops/fast_math.h"
+
+namespace sparsetrain {
+
+namespace {
+
+// The global L2 norm of every gradient. Each parameter's gradient is cut into fixed chunks whose
+// sums of squares (double, in fast_math's interleaved lanes) are computed in parallel and added in
+// parameter and chunk order, so the result does not depend on the thread count.
+double grad_norm(Model& model) {
+  constexpr int64_t kChunk = 1 << 15;
+  struct Chunk {
+    const float* data;
+    int64_t size;
+  };
+  std::vector<Chunk> chunks;
+  for (const Parameter* p : model.parameters()) {
+    const auto g = p->grad();
+    const auto n = static_cast<int64_t>(g.size());
+    for (int64_t i = 0; i < n; i += kChunk) chunks.push_back({g.data() + i, std::min(kChunk, n - i)});
+  }
+  std::vector<double> sums(chunks.size());
+  parallel_ranges(static_cast<int64_t>(chunks.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const Chunk& chunk = chunks[static_cast<std::size_t>(c)];
+      sums[static_cast<std::size_t>(c)] = row_sum_squared_deviation(chunk.data, chunk.size, /*m=*/0.0);
+    }
+  });
+  double sum = 0.0;
+  for (double s : sums) sum += s;
+  return std::sqrt(sum);
+}
+
+void scale_grads(Model& model, float factor) {
+  for (Parameter* p : model.parameters())
+    for (float& g : p->grad()) g *= factor;
+}
+
+// RigL's dense-gradient GEMMs on its update steps: 2 FLOPs per weight per prediction.
+double dense_grad_flops(Model& model, int64_t predictions) {
+  double flops = 0.0;
+  for (const Parameter* p : model.parameters())
+    if (p->wants_dense_grad) flops += 2.0 * static_cast<double>(p->numel()) * static_cast<double>(predictions);
+  return flops;
+}
+
+}  // namespace
+
+StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
+  const auto start = std::chrono::steady_clock::now();
+  auto timed = [&](StepResult& r) -> StepResult& {
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
+  Model& model = *s.model;
+  Optimizer& optimizer = *s.optimizer;
+  if (s.sparsity) s.sparsity->prepare_step(step);
+  {
+    const ProfileScope profile("zero grad");
+    optimizer.zero_grad();
+  }
+  {
+    const ProfileScope profile("batch");
+    s.data->train_batch(s.seed, step, batch);
+  }
+  StepResult r;
+  r.predictions = batch.predictions();
+  r.flops = model.training_flops(batch.rows, batch.seq);
+  r.loss = model.forward(batch, /*training=*/true, s.seed, step).loss;
+  model.backward();
+  {
+    const ProfileScope profile("gradient norm");
+    r.grad_norm = grad_norm(model);
+  }
+  r.flops.actual += dense_grad_flops(model, r.predictions);
+  if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm))
+    r.outcome = StepOutcome::NonFinite;
+  else if (r.loss > max_loss)
+    r.outcome = StepOutcome::LossSpike;
+  if (r.outcome != StepOutcome::Applied) {
+    optimizer.set_step(step);
+    for (Parameter* p : model.parameters()) p->wants_dense_grad = false;
+    return timed(r);
+  }
+  const double max_norm = s.config.optimizer.max_gradient_norm;
+  const ProfileScope profile("optimizer");
+  if (max_norm > 0.0 && r.grad_norm > max_norm) scale_grads(model, static_cast<float>(max_norm / r.grad_norm));
+  optimizer.step();
+  return timed(r);
+}
+
+}  // namespace sparsetrain

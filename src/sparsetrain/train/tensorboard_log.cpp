@@ -1,0 +1,60 @@
+#include "sparsetrain/train/tensorboard_log.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+namespace sparsetrain {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The tags of metrics.jsonl keys that the Model Zoo logs under a name of its own (the learning
+// rate of parameter group 0, the global gradient norm, the rate over the last log window, its
+// language models' eval metrics); every other number keeps its key as its tag.
+const std::map<std::string, std::string> kZooTags = {
+    {"lr", "lr.0"},
+    {"grad_norm", "model_wise_grad_norm"},
+    {"samples_per_s", "local_samples_per_sec"},
+    {"tokens_per_s", "local_tokens_per_sec"},
+    {"perplexity", "eval/lm_perplexity"},
+    {"accuracy", "eval/accuracy"},
+};
+
+}  // namespace
+
+TensorBoardLog::TensorBoardLog(const Setup& s, const std::string& model_dir, int64_t resume_step)
+    : s_(s), train_((fs::path(model_dir) / "train").string()), eval_((fs::path(model_dir) / "eval").string()) {
+  if (resume_step < 0) return;
+  for (const char* dir : {"train", "eval"})
+    for (const std::string& line : cut_event_files((fs::path(model_dir) / dir).string(), resume_step))
+      fmt::print("{}\n", line);
+}
+
+void TensorBoardLog::write(const nlohmann::json& row) {
+  Scalars scalars;
+  for (const auto& [key, value] : row.items()) {
+    if (key == "step" || !value.is_number()) continue;
+    const auto zoo = kZooTags.find(key);
+    scalars.emplace_back(zoo != kZooTags.end() ? zoo->second : key, value.get<float>());
+  }
+  const bool train = row.at("split") == "train";
+  // Each sparsity group's own level, beside the overall `sparsity` of the row.
+  if (train && s_.sparsity && s_.sparsity->leaf_algorithms().size() > 1) {
+    int group = 0;
+    for (const SparsityAlgorithm* leaf : s_.sparsity->leaf_algorithms())
+      scalars.emplace_back(fmt::format("sparsity/group_{}", ++group), static_cast<float>(leaf->measured_sparsity()));
+  }
+  (train ? train_ : eval_).write(row.at("step").get<int64_t>(), scalars);
+}
+
+void log_to_tensorboard(MetricsLog& metrics, const Setup& s, const std::string& model_dir, int64_t resume_step) {
+  if (!s.config.run.tensorboard) return;
+  auto log = std::make_shared<TensorBoardLog>(s, model_dir, resume_step);
+  metrics.add_listener([log](const nlohmann::json& row) { log->write(row); });
+}
+
+}  // namespace sparsetrain
