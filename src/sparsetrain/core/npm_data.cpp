@@ -39,6 +39,9 @@ std::filesystem::path find_npm_package_dir(const std::string& package) {
   }
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
+    // An installed binary, <prefix>/bin/sparsetrain, has the data `cmake --install` put beside it.
+    tried.push_back(exe.parent_path().parent_path() / "share" / "sparsetrain" / "npm" / package);
+    if (is_dir(tried.back())) return tried.back();
     for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
       if (dir != cwd) {
         tried.push_back(dir / rel);

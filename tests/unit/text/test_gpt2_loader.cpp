@@ -202,6 +202,11 @@ TEST(NpmData, FindsTheCheckoutsPackages) {
                     "data/npm/node_modules, or set SPARSETRAIN_DATA_DIR to a directory that holds it. "
                     "Searched:\n  "))
       << e;
+  // An installed binary's data, <prefix>/share/sparsetrain/npm beside <prefix>/bin.
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
+  EXPECT_NE(e.find("\n  " + (exe_dir.parent_path() / "share/sparsetrain/npm/no-such-package").string() + "\n"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace
