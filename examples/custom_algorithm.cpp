@@ -7,11 +7,11 @@
 //   build/examples/example_custom_algorithm
 #include <cstdio>
 
-#include "sparsetrain/config/sparsity_config.h"
-#include "sparsetrain/optim/sgd.h"
-#include "sparsetrain/sparsity/algorithm.h"
-#include "sparsetrain/sparsity/mask_select.h"
-#include "sparsetrain/sparsity/registry.h"
+#include <sparsetrain/config/sparsity_config.h>
+#include <sparsetrain/optim/sgd.h>
+#include <sparsetrain/sparsity/algorithm.h>
+#include <sparsetrain/sparsity/mask_select.h>
+#include <sparsetrain/sparsity/registry.h>
 
 using namespace sparsetrain;
 

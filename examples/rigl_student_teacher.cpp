@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sparsetrain/core/philox.h"
-#include "sparsetrain/formats/random_mask.h"
-#include "sparsetrain/ops/linear.h"
-#include "sparsetrain/optim/sgd.h"
-#include "sparsetrain/sparsity/algorithms.h"
+#include <sparsetrain/core/philox.h>
+#include <sparsetrain/formats/random_mask.h>
+#include <sparsetrain/ops/linear.h>
+#include <sparsetrain/optim/sgd.h>
+#include <sparsetrain/sparsity/algorithms.h>
 
 using namespace sparsetrain;
 

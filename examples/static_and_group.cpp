@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "sparsetrain/optim/sgd.h"
-#include "sparsetrain/sparsity/algorithms.h"
-#include "sparsetrain/sparsity/group.h"
+#include <sparsetrain/optim/sgd.h>
+#include <sparsetrain/sparsity/algorithms.h>
+#include <sparsetrain/sparsity/group.h>
 
 using namespace sparsetrain;
 
