@@ -19,3 +19,4 @@ echo "== speed: the same model dense and sparse (sparsetrain bench train) =="
 "$bin" bench train --params configs/gpt_brown_rigl90.yaml --steps 5 --warmup 2
 echo
 echo "results: $run_dir (metrics.jsonl, checkpoints, params.yaml)"
+echo "the command: $bin (cmake --install build --prefix ~/.local puts it at ~/.local/bin/sparsetrain)"
