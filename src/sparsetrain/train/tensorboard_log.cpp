@@ -26,13 +26,8 @@ const std::map<std::string, std::string> kZooTags = {
 
 }  // namespace
 
-TensorBoardLog::TensorBoardLog(const Setup& s, const std::string& model_dir, int64_t resume_step)
-    : s_(s), train_((fs::path(model_dir) / "train").string()), eval_((fs::path(model_dir) / "eval").string()) {
-  if (resume_step < 0) return;
-  for (const char* dir : {"train", "eval"})
-    for (const std::string& line : cut_event_files((fs::path(model_dir) / dir).string(), resume_step))
-      fmt::print("{}\n", line);
-}
+TensorBoardLog::TensorBoardLog(const Setup& s, const std::string& model_dir)
+    : s_(s), train_((fs::path(model_dir) / "train").string()), eval_((fs::path(model_dir) / "eval").string()) {}
 
 void TensorBoardLog::write(const nlohmann::json& row) {
   Scalars scalars;
@@ -52,8 +47,14 @@ void TensorBoardLog::write(const nlohmann::json& row) {
 }
 
 void log_to_tensorboard(MetricsLog& metrics, const Setup& s, const std::string& model_dir, int64_t resume_step) {
+  // Also with the switch off: event files of the run's earlier part must not keep steps past the
+  // resumed one, or turning the switch on again later would write those steps a second time.
+  if (resume_step >= 0)
+    for (const char* dir : {"train", "eval"})
+      for (const std::string& line : cut_event_files((fs::path(model_dir) / dir).string(), resume_step))
+        fmt::print("{}\n", line);
   if (!s.config.run.tensorboard) return;
-  auto log = std::make_shared<TensorBoardLog>(s, model_dir, resume_step);
+  auto log = std::make_shared<TensorBoardLog>(s, model_dir);
   metrics.add_listener([log](const nlohmann::json& row) { log->write(row); });
 }
 

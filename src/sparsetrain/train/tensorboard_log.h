@@ -16,10 +16,7 @@ namespace sparsetrain {
 
 class TensorBoardLog {
  public:
-  // Training from step `resume_step` (>= 0) first cuts the event files already in train/ and
-  // eval/ after that step (cut_event_files), printing a line for each damaged record it cut at;
-  // evaluation alone (-1) adds to them as they are.
-  TensorBoardLog(const Setup& s, const std::string& model_dir, int64_t resume_step);
+  TensorBoardLog(const Setup& s, const std::string& model_dir);
 
   // One metrics row: {"step": N, "split": "train" | "eval", key: number, ...}.
   void write(const nlohmann::json& row);
@@ -29,8 +26,11 @@ class TensorBoardLog {
   EventFileWriter train_, eval_;
 };
 
-// When the config's runconfig.tensorboard is on, has every row `metrics` writes from now on go to
-// a TensorBoardLog of `model_dir` as well.
+// Training from step `resume_step` (>= 0) first cuts the event files already in train/ and eval/
+// after that step (cut_event_files), printing a line for each damaged record it cut at, whether
+// or not this run writes events; evaluation alone (-1) leaves them as they are. Then, when the
+// config's runconfig.tensorboard is on, has every row `metrics` writes from now on go to a
+// TensorBoardLog of `model_dir` as well.
 void log_to_tensorboard(MetricsLog& metrics, const Setup& s, const std::string& model_dir, int64_t resume_step);
 
 }  // namespace sparsetrain

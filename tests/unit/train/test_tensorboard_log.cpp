@@ -146,6 +146,19 @@ TEST_F(TrainerTest, TheSwitchTurnsEventFilesOffAndCheckpointsStayTheSame) {
   EXPECT_EQ(bytes(checkpoint_state_path(on.string(), 6)), bytes(checkpoint_state_path(off.string(), 6)));
 }
 
+// A part of a run with the switch off still cuts the event files of the part before it at its
+// resume step, so that a later part with the switch on again neither repeats a step nor goes back.
+TEST_F(TrainerTest, AResumeWithTheSwitchOffStillCutsTheEventFiles) {
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(config("", 8), dir), 0);                          // rows at 3, 6, 8; checkpoints at 4, 8
+  fs::remove(dir / "checkpoint_8.done");                            // killed while saving step 8
+  ASSERT_EQ(train(config("", 8, ", tensorboard: false"), dir), 0);  // resumes from 4, no events
+  ASSERT_EQ(train(config("", 12), dir), 0);                         // resumes from 8, events again
+  std::vector<int64_t> steps;
+  for (const testing::DecodedEvent& e : events(dir / "train")) steps.push_back(e.step);
+  EXPECT_THAT(steps, ElementsAre(3, 9, 12));
+}
+
 // A damaged record (bits flipped on disk) in an event file a resume must cut: the run says which
 // file and byte, cuts the file there and goes on.
 TEST_F(TrainerTest, AResumeCutsADamagedEventFileSayingWhere) {
