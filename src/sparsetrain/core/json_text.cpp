@@ -36,4 +36,13 @@ std::string json_text(const nlohmann::json& value) {
   return text + "...";
 }
 
+std::string json_parse_problem(const nlohmann::json::exception& e) {
+  std::string_view what = e.what();
+  if (const size_t end = what.find("] "); what.starts_with("[json.exception") && end != std::string_view::npos)
+    what.remove_prefix(end + 2);
+  if (what.starts_with("parse error"))
+    if (const size_t colon = what.find(": "); colon != std::string_view::npos) what.remove_prefix(colon + 2);
+  return std::string(what);
+}
+
 }  // namespace sparsetrain

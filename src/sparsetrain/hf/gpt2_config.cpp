@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "sparsetrain/core/error.h"
+#include "sparsetrain/core/json_text.h"
 
 namespace sparsetrain {
 
@@ -48,7 +51,9 @@ json hf_gpt2_config_json(const GptConfig& c, std::optional<int32_t> end_of_text)
 
 namespace {
 
-std::string shown(const json& v) { return v.is_string() ? fmt::format("'{}'", v.get<std::string>()) : v.dump(); }
+// A value of the file in a message: bounded in length and depth (core/json_text.h), so a hostile
+// config.json cannot make the message itself overflow the stack.
+std::string shown(const json& v) { return v.is_string() ? fmt::format("'{}'", v.get<std::string>()) : json_text(v); }
 
 int64_t positive_int(const json& j, const char* field, const std::string& file) {
   if (!j.contains(field)) fail("{}: missing '{}'", file, field);
@@ -70,7 +75,7 @@ void require_flag(const json& j, const char* field, bool needed, const std::stri
   if (!j.contains(field)) return;  // transformers' default is the needed value
   const json& v = j.at(field);
   if (!v.is_boolean()) fail("{}: '{}' is {}; expected true or false", file, field, shown(v));
-  if (v.get<bool>() != needed) fail("{}: '{}' is {}: {}; sparsetrain's GPT cannot load it", file, field, v.dump(), why);
+  if (v.get<bool>() != needed) fail("{}: '{}' is {}: {}; sparsetrain's GPT cannot load it", file, field, shown(v), why);
 }
 
 }  // namespace
@@ -96,7 +101,12 @@ GptConfig hf_gpt2_config_from_json(const json& j, const std::string& file) {
         "{}: 'activation_function' is {}; sparsetrain's GPT computes GELU's tanh form ('gelu_new'), so this model's "
         "outputs would differ{}",
         file, shown(act), act == "gelu" ? " ('gelu' is the erf form)" : "");
-  c.layer_norm_eps = static_cast<float>(positive_number(j, "layer_norm_epsilon", 1e-5, file));
+  // Computed in float32: a value float cannot hold (or rounds to 0) is refused, not cast.
+  const double eps = positive_number(j, "layer_norm_epsilon", 1e-5, file);
+  if (!(eps <= std::numeric_limits<float>::max()) || !(static_cast<float>(eps) > 0.0f))
+    fail("{}: 'layer_norm_epsilon' is {}; expected a number float32 holds above 0", file,
+         shown(j.at("layer_norm_epsilon")));
+  c.layer_norm_eps = static_cast<float>(eps);
   c.init_std = positive_number(j, "initializer_range", 0.02, file);
   require_flag(j, "scale_attn_weights", true, file, "attention scores are not divided by sqrt(head width)");
   require_flag(j, "scale_attn_by_inverse_layer_idx", false, file, "attention scores are divided by the layer index");

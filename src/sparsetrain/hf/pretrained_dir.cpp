@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sparsetrain/core/error.h"
+#include "sparsetrain/core/json_text.h"
 #include "sparsetrain/core/read_file.h"
 #include "sparsetrain/hf/gpt2_config.h"
 #include "sparsetrain/hf/gpt2_tensors.h"
@@ -65,8 +66,8 @@ GptConfig read_hf_gpt2_config(const std::string& dir) {
   json j;
   try {
     j = json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
-    fail("{}: not valid JSON: {}", path, e.what());
+  } catch (const json::exception& e) {
+    fail("{}: not valid JSON: {}", path, json_parse_problem(e));
   }
   return hf_gpt2_config_from_json(j, path);
 }

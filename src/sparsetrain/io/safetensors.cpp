@@ -52,14 +52,6 @@ std::string dtype_names() {
   return out;
 }
 
-// nlohmann's what() without its "[json.exception...] parse error at line L, column C: " prefix.
-std::string parse_reason(const json::parse_error& e) {
-  std::string_view what = e.what();
-  const size_t column = what.find("column ");
-  const size_t colon = column == std::string_view::npos ? column : what.find(": ", column);
-  return std::string(colon == std::string_view::npos ? what : what.substr(colon + 2));
-}
-
 struct Entry {
   std::string name;
   std::string dtype;
@@ -147,13 +139,10 @@ json parse_header(const std::string& file, std::string_view text, std::vector<st
   try {
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::parse_error& e) {
-    fail("{}: the header is not valid JSON: {} (at offset {})", file, parse_reason(e), 8 + e.byte - 1);
-  } catch (const json::out_of_range& e) {
+    fail("{}: the header is not valid JSON: {} (at offset {})", file, json_parse_problem(e), 8 + e.byte - 1);
+  } catch (const json::exception& e) {
     // A number beyond a double's range (1e400) is not a parse_error, and nlohmann knows no offset.
-    std::string_view what = e.what();
-    if (const size_t end = what.find("] "); what.starts_with("[json.exception") && end != std::string_view::npos)
-      what.remove_prefix(end + 2);
-    fail("{}: the header is not valid JSON: {}", file, what);
+    fail("{}: the header is not valid JSON: {}", file, json_parse_problem(e));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "sparsetrain/core/error.h"
+#include "sparsetrain/core/json_text.h"
 #include "sparsetrain/core/read_file.h"
 #include "sparsetrain/io/atomic_file.h"
 #include "sparsetrain/io/safetensors.h"
@@ -163,8 +164,8 @@ TrainerState trainer_state_of(const SafetensorsFile& state, const std::string& s
   json j;
   try {
     j = json::parse(meta->second);
-  } catch (const json::parse_error& e) {
-    fail("{}: the 'sparsetrain.trainer' metadata is not valid JSON: {}", state_path, e.what());
+  } catch (const json::exception& e) {
+    fail("{}: the 'sparsetrain.trainer' metadata is not valid JSON: {}", state_path, json_parse_problem(e));
   }
   return trainer_state_from_json(j, state_path);
 }

@@ -177,6 +177,21 @@ TEST(HfGpt2, RefusesWhatItCannotLoadNamingTheTensor) {
             config + ": 'model_type' is 'bert'; sparsetrain imports Hugging Face GPT-2 models ('gpt2')");
   EXPECT_EQ(refused([](StateDict&, json& c) { c["n_inner"] = 32; }),
             config + ": 'n_inner' is 32; sparsetrain's GPT has an MLP of 4 * n_embd = 64 units");
+  // Computed in float32: an epsilon float cannot hold is refused, not cast (a cast would be
+  // undefined behaviour, or 0).
+  for (const double eps : {1e300, 1e-60})
+    EXPECT_EQ(refused([eps](StateDict&, json& c) { c["layer_norm_epsilon"] = eps; }),
+              fmt::format("{}: 'layer_norm_epsilon' is {}; expected a number float32 holds above 0", config,
+                          json(eps).dump()));
+  // A value nested deeper than a message quotes is named, not dumped (which would recurse per level).
+  EXPECT_EQ(refused([](StateDict&, json& c) {
+              json deep = json::array();
+              for (int i = 0; i < 100; ++i) deep = json::array({std::move(deep)});
+              c["n_inner"] = std::move(deep);
+            }),
+            config +
+                ": 'n_inner' is a JSON array nested more than 16 deep; sparsetrain's GPT has an MLP of 4 * n_embd "
+                "= 64 units");
   EXPECT_EQ(refused([](StateDict& t, json&) {
               StateTensor head = *t.find("wte.weight");
               head.name = "lm_head.weight";
@@ -222,6 +237,16 @@ TEST(HfGpt2, RefusesDirectoriesWithoutOneSafetensorsFile) {
   fs::copy_file(kFixture + "/model.safetensors", no_config + "/model.safetensors");
   EXPECT_EQ(error_of([&] { read_hf_gpt2_config(no_config); }),
             "hf:" + no_config + ": no config.json beside model.safetensors");
+  // A syntax error, and a number beyond a double's range, which nlohmann reports as another kind
+  // of exception (out_of_range): both are the file's fault, named as such.
+  std::ofstream(no_config + "/config.json") << R"({"n_embd": 16,})";
+  EXPECT_EQ(error_of([&] { read_hf_gpt2_config(no_config); }),
+            no_config +
+                "/config.json: not valid JSON: syntax error while parsing object key - unexpected '}'; expected "
+                "string literal");
+  std::ofstream(no_config + "/config.json") << R"({"n_embd": 1e400})";
+  EXPECT_EQ(error_of([&] { read_hf_gpt2_config(no_config); }),
+            no_config + "/config.json: not valid JSON: number overflow parsing '1e400'");
 }
 
 }  // namespace

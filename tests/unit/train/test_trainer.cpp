@@ -13,6 +13,8 @@
 #include <sstream>
 #include <variant>
 
+#include "error_of.h"
+#include "scoped_setting.h"
 #include "sparsetrain/core/build_info.h"
 #include "sparsetrain/core/cpu_model.h"
 #include "sparsetrain/core/error.h"
@@ -21,11 +23,9 @@
 #include "sparsetrain/core/read_file.h"
 #include "sparsetrain/data/fashion_mnist.h"
 #include "sparsetrain/data/numpy_shuffle.h"
-#include "error_of.h"
 #include "sparsetrain/io/nan_form.h"
 #include "sparsetrain/io/safetensors.h"
 #include "sparsetrain/kernels/dense_isa.h"
-#include "scoped_setting.h"
 #include "sparsetrain/train/checkpoint.h"
 #include "sparsetrain/train/run_environment.h"
 #include "sparsetrain/train/step.h"
@@ -52,7 +52,7 @@ TEST_P(ResumeTest, StoppedAndResumedRunIsBitIdentical) {
   const std::string sparsity = GetParam().sparsity;
   const fs::path whole = root_ / "whole", parts = root_ / "parts";
   ASSERT_EQ(train(config(sparsity, 10), whole), 0);
-  ASSERT_EQ(train(config(sparsity, 6), parts), 0);  // stops at 6 (checkpoints 4 and 6)
+  ASSERT_EQ(train(config(sparsity, 6), parts), 0);   // stops at 6 (checkpoints 4 and 6)
   ASSERT_EQ(train(config(sparsity, 10), parts), 0);  // resumes from 6
   EXPECT_EQ(bytes(checkpoint_model_path(whole.string(), 10)), bytes(checkpoint_model_path(parts.string(), 10)));
   EXPECT_EQ(bytes(checkpoint_state_path(whole.string(), 10)), bytes(checkpoint_state_path(parts.string(), 10)));
@@ -348,7 +348,8 @@ TEST_F(TrainerTest, StartRemovesWhatAnInterruptedSaveLeft) {
   fs::copy_file(checkpoint_model_path(d, 4), checkpoint_model_path(d, 8));  // no state, no marker
   fs::copy_file(checkpoint_model_path(d, 4), checkpoint_model_path(d, 6));
   fs::copy_file(checkpoint_state_path(d, 4), checkpoint_state_path(d, 6));
-  std::ofstream(dir / "checkpoint_6.done") << R"({"step":6,"model_bytes":1,"state_bytes":2})" << "\n";
+  std::ofstream(dir / "checkpoint_6.done") << R"({"step":6,"model_bytes":1,"state_bytes":2})"
+                                           << "\n";
   std::ofstream(dir / "checkpoint_7.state.safetensors.tmp-99999") << "partial";
   std::ofstream(dir / "metrics.jsonl.tmp-12") << "partial";
   std::ofstream(dir / "notes.txt") << "mine";
@@ -360,9 +361,9 @@ TEST_F(TrainerTest, StartRemovesWhatAnInterruptedSaveLeft) {
   const std::string out = ::testing::internal::GetCapturedStdout();
   ASSERT_EQ(code, 0);
   EXPECT_THAT(out, HasSubstr("removed the leftovers of an interrupted save from " + d + ": "));
-  for (const char* file : {"checkpoint_8.safetensors", "checkpoint_6.done", "checkpoint_6.safetensors",
-                           "checkpoint_6.state.safetensors", "checkpoint_7.state.safetensors.tmp-99999",
-                           "metrics.jsonl.tmp-12"}) {
+  for (const char* file :
+       {"checkpoint_8.safetensors", "checkpoint_6.done", "checkpoint_6.safetensors", "checkpoint_6.state.safetensors",
+        "checkpoint_7.state.safetensors.tmp-99999", "metrics.jsonl.tmp-12"}) {
     EXPECT_THAT(out, HasSubstr(file));
     EXPECT_FALSE(fs::exists(dir / file)) << file;
   }
@@ -583,6 +584,13 @@ TEST_F(TrainerTest, ACheckpointMissingATrainerStateFieldIsRefusedNamingIt) {
                 "2026-11-23) cannot be resumed; start a new run from its weights with --checkpoint_path and "
                 "--load_checkpoint_states model");
   EXPECT_EQ(bytes(checkpoint_model_path(d, 4)), model);
+  // Metadata that is not JSON, also by a number beyond a double's range (not a parse_error to
+  // nlohmann), is named as such.
+  state.metadata["sparsetrain.trainer"] = R"({"step": 1e400})";
+  write_safetensors(checkpoint_state_path(d, 4), state.tensors, state.metadata);
+  EXPECT_EQ(error_of([&] { read_checkpoint_state(checkpoint_model_path(d, 4)); }),
+            checkpoint_state_path(d, 4) +
+                ": the 'sparsetrain.trainer' metadata is not valid JSON: number overflow parsing '1e400'");
   TrainConfig c = load_train_config_yaml(config("", 8), "test.yaml");
   sparsetrain::Setup s = make_setup(std::move(c), 3, true);
   RunOptions o;
@@ -794,8 +802,8 @@ TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
 
 TEST(TrainConfig, NumericFaultKeysAreChecked) {
   const std::string head = "model: {name: mlp}\ntrain_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\n";
-  const TrainConfig c =
-      load_train_config_yaml(head + "runconfig: {num_epochs: 1, nonfinite_policy: stop, loss_spike_factor: 3}\n", "a.yaml");
+  const TrainConfig c = load_train_config_yaml(
+      head + "runconfig: {num_epochs: 1, nonfinite_policy: stop, loss_spike_factor: 3}\n", "a.yaml");
   EXPECT_EQ(c.run.nonfinite_policy, NonfinitePolicy::Stop);
   EXPECT_EQ(c.run.loss_spike_factor, 3.0);
   EXPECT_EQ(load_train_config_yaml(head + "runconfig: {num_epochs: 1}\n", "a.yaml").run.nonfinite_policy,
@@ -823,7 +831,8 @@ TEST(TrainConfig, TensorboardIsOnUnlessTurnedOff) {
 }
 
 TEST(TrainConfig, SparseInitIsScaledUnlessSaidOtherwise) {
-  const std::string rest = "train_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n";
+  const std::string rest =
+      "train_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n";
   EXPECT_EQ(load_train_config_yaml("model: {name: mlp}\n" + rest, "a.yaml").sparse_init, SparseInit::Scaled);
   EXPECT_EQ(load_train_config_yaml("model: {name: mlp, sparse_init: dense}\n" + rest, "a.yaml").sparse_init,
             SparseInit::Dense);
@@ -872,14 +881,16 @@ TEST(SetupSeeds, RandomMasksAreIndependentOfTheWeightsAndFollowTheRunSeed) {
 // error naming the file and listing the real ones.
 TEST(BrownCategories, SelectAndExcludeDocuments) {
   const auto describe = [](const std::string& filter) {
-    const std::string yaml = "model: {name: gpt, n_positions: 64, n_layer: 1, n_head: 2, n_embd: 16}\n"
-                             "train_input: {data: brown, batch_size: 4, validation_fraction: 0.1" +
-                             filter + "}\noptimizer: {learning_rate: 0.001}\nrunconfig: {max_steps: 1}\n";
+    const std::string yaml =
+        "model: {name: gpt, n_positions: 64, n_layer: 1, n_head: 2, n_embd: 16}\n"
+        "train_input: {data: brown, batch_size: 4, validation_fraction: 0.1" +
+        filter + "}\noptimizer: {learning_rate: 0.001}\nrunconfig: {max_steps: 1}\n";
     return make_setup(load_train_config_yaml(yaml, "cat.yaml"), 1, true).data->describe();
   };
   const auto tokens = [](const std::string& text) {  // "brown: 483,358 training tokens, ..."
     std::string digits;
-    for (char c : text.substr(0, text.find(" training"))) if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+    for (char c : text.substr(0, text.find(" training")))
+      if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
     return std::stoll(digits);
   };
   const int64_t all = tokens(describe("")), news = tokens(describe(", categories: [news]")),
@@ -892,9 +903,10 @@ TEST(BrownCategories, SelectAndExcludeDocuments) {
               AllOf(HasSubstr("cat.yaml: train_input.categories: no Brown document has the category 'nwes'"),
                     HasSubstr("adventure, belles_lettres")));
   EXPECT_THAT(error_of([&] {
-                load_train_config_yaml("model: {name: mlp}\ntrain_input: {data: fashion_mnist, categories: [news]}\n"
-                                       "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
-                                       "m.yaml");
+                load_train_config_yaml(
+                    "model: {name: mlp}\ntrain_input: {data: fashion_mnist, categories: [news]}\n"
+                    "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
+                    "m.yaml");
               }),
               HasSubstr("'categories' is for brown data, not fashion_mnist"));
 }
@@ -904,13 +916,14 @@ TEST(BrownCategories, SelectAndExcludeDocuments) {
 // against numpy itself in test_numpy_shuffle).
 TEST(TrainConfig, NumpySubsetShuffleTakesTheReferencesImages) {
   const auto setup = [](const std::string& shuffle) {
-    return make_setup(load_train_config_yaml("model: {name: mlp, hidden_sizes: [4]}\n"
-                                             "train_input: {data: fashion_mnist, batch_size: 5, num_examples: 5" +
-                                                 shuffle +
-                                                 "}\neval_input: {data: fashion_mnist, batch_size: 3, num_examples: 3}\n"
-                                                 "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
-                                             "s.yaml"),
-                      1, true);
+    return make_setup(
+        load_train_config_yaml("model: {name: mlp, hidden_sizes: [4]}\n"
+                               "train_input: {data: fashion_mnist, batch_size: 5, num_examples: 5" +
+                                   shuffle +
+                                   "}\neval_input: {data: fashion_mnist, batch_size: 3, num_examples: 3}\n"
+                                   "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
+                               "s.yaml"),
+        1, true);
   };
   const FashionMnist data = load_fashion_mnist();
   const std::vector<int64_t> sizes = {data.train.count(), data.test.count()};
@@ -920,7 +933,8 @@ TEST(TrainConfig, NumpySubsetShuffleTakesTheReferencesImages) {
     std::vector<int64_t> got;
     for (int64_t r = 0; r < b.rows; ++r)
       for (int64_t i = 0; i < static_cast<int64_t>(order.size()); ++i)
-        if (std::equal(set.image(order[i]), set.image(order[i]) + set.images.cols(), b.inputs.data() + r * b.inputs.cols()) &&
+        if (std::equal(set.image(order[i]), set.image(order[i]) + set.images.cols(),
+                       b.inputs.data() + r * b.inputs.cols()) &&
             set.labels[static_cast<std::size_t>(order[i])] == b.targets[static_cast<std::size_t>(r)])
           got.push_back(i);
     std::sort(got.begin(), got.end());
@@ -938,15 +952,17 @@ TEST(TrainConfig, NumpySubsetShuffleTakesTheReferencesImages) {
 
   const std::string rest = "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n";
   EXPECT_THAT(error_of([&] {
-                load_train_config_yaml("model: {name: mlp}\ntrain_input: {data: fashion_mnist}\n"
-                                       "eval_input: {data: fashion_mnist, subset_shuffle: numpy}\n" + rest,
-                                       "e.yaml");
+                load_train_config_yaml(
+                    "model: {name: mlp}\ntrain_input: {data: fashion_mnist}\n"
+                    "eval_input: {data: fashion_mnist, subset_shuffle: numpy}\n" +
+                        rest,
+                    "e.yaml");
               }),
               HasSubstr("e.yaml:3:35: eval_input.subset_shuffle: 'subset_shuffle' belongs in train_input"));
   EXPECT_THAT(error_of([&] {
-                load_train_config_yaml("model: {name: mlp}\ntrain_input: {data: fashion_mnist, subset_shuffle: numbpy}\n" +
-                                           rest,
-                                       "f.yaml");
+                load_train_config_yaml(
+                    "model: {name: mlp}\ntrain_input: {data: fashion_mnist, subset_shuffle: numbpy}\n" + rest,
+                    "f.yaml");
               }),
               HasSubstr("expected philox or numpy"));
   EXPECT_THAT(error_of([&] {
@@ -1007,9 +1023,10 @@ TEST(TrainConfig, ErrorsNameFileLineAndKey) {
                                       "x.yaml"),
                Error);
   try {
-    load_train_config_yaml("model: {name: gpt, n_embd: 10, n_head: 3}\ntrain_input: {data: brown}\noptimizer: "
-                           "{learning_rate: 0.1}\nruncconfig: {max_steps: 1}\n",
-                           "x.yaml");
+    load_train_config_yaml(
+        "model: {name: gpt, n_embd: 10, n_head: 3}\ntrain_input: {data: brown}\noptimizer: "
+        "{learning_rate: 0.1}\nruncconfig: {max_steps: 1}\n",
+        "x.yaml");
     FAIL();
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), StartsWith("x.yaml:4:1: runcconfig: unknown section (did you mean 'runconfig'?); a "
@@ -1017,9 +1034,10 @@ TEST(TrainConfig, ErrorsNameFileLineAndKey) {
                                      "and runconfig"));
   }
   try {
-    load_train_config_yaml("model: {name: mlp, hidden_sizes: [10, 0]}\ntrain_input: {data: fashion_mnist}\n"
-                           "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
-                           "x.yaml");
+    load_train_config_yaml(
+        "model: {name: mlp, hidden_sizes: [10, 0]}\ntrain_input: {data: fashion_mnist}\n"
+        "optimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
+        "x.yaml");
     FAIL();
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("x.yaml:1:"));
