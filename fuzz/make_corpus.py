@@ -10,6 +10,10 @@ slightly broken ones, so the fuzzer starts from files that reach deep into each 
                 trailing, int32 type
   gpt2_bpe      encoder.json, a NUL byte, vocab.bpe (the pair in one input); a bad merge
   text_corpus   tagged Brown lines, plain UTF-8 text; a token without a tag, invalid UTF-8
+  event_file    a step byte, then TensorBoard events (TFRecord frames of Event protos); cut short,
+                a bad CRC, a record that is not an Event
+  hf_config     Hugging Face GPT-2 config.json files as sparsetrain exports them and as the hub
+                has them; the erf GELU, another n_inner, a missing field
 
 Inputs that once failed are kept next to these as regression-<what> files; those longer than a few
 KB go to fuzz/regression/<target>/ instead (a long seed sets libFuzzer's length limit and slows the
@@ -290,3 +294,79 @@ any/dti irregularities/nns took/vbd place/nn ./.
 write("text_corpus", "plain_utf8", "Grüße aus Köln.\nΚαλημέρα κόσμε\n日本語のテキスト\n\nA second paragraph.\n")
 write("text_corpus", "token_without_tag", "The/at jury said/vbd ./.\n")
 write("text_corpus", "invalid_utf8", b"caf\xc3 /nn \xed\xa0\x80/x \xf4\x90\x80\x80/y\n")
+
+# ---- TensorBoard event files ---------------------------------------------------------------------
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc(data):
+    crc = crc32c(data)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frame(data):
+    length = struct.pack("<Q", len(data))
+    return length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+
+
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def field(number, wire, payload):
+    return varint(number << 3 | wire) + payload
+
+
+def length_delimited(number, data):
+    return field(number, 2, varint(len(data)) + data)
+
+
+def event(step, scalars=(), version=None):
+    e = field(1, 1, struct.pack("<d", 1.7e9 + step)) + field(2, 0, varint(step))
+    if version:
+        e += length_delimited(3, version.encode())
+    values = b"".join(length_delimited(1, length_delimited(1, tag.encode()) + field(2, 5, struct.pack("<f", v)))
+                      for tag, v in scalars)
+    if scalars:
+        e += length_delimited(5, values)
+    return e
+
+
+events = frame(event(0, version="brain.Event:2")) + b"".join(
+    frame(event(step, [("loss", 3.0 / step), ("lr.0", 0.001)])) for step in (1, 2, 3))
+write("event_file", "three_steps", bytes([2]) + events)
+write("event_file", "cut_short", bytes([9]) + events[:-7])
+write("event_file", "bad_crc", bytes([9]) + events[:-1] + bytes([events[-1] ^ 1]))
+write("event_file", "not_an_event", bytes([9]) + frame(event(0, version="brain.Event:2")) + frame(b"\xff\xff\xff"))
+
+# ---- Hugging Face config.json --------------------------------------------------------------------
+
+exported = {
+    "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 257, "n_positions": 128,
+    "n_ctx": 128, "n_embd": 256, "n_layer": 4, "n_head": 4, "n_inner": None, "activation_function": "gelu_new",
+    "layer_norm_epsilon": 1e-05, "initializer_range": 0.02, "resid_pdrop": 0.0, "embd_pdrop": 0.0,
+    "attn_pdrop": 0.0, "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
+    "reorder_and_upcast_attn": False, "tie_word_embeddings": True, "use_cache": True, "torch_dtype": "float32",
+}
+write("hf_config", "exported", json.dumps(exported, indent=2))
+hub = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "bos_token_id": 50256,
+       "eos_token_id": 50256, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "gpt2",
+       "n_ctx": 1024, "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024, "vocab_size": 50257}
+write("hf_config", "hub_gpt2", json.dumps(hub))
+write("hf_config", "erf_gelu", json.dumps(dict(exported, activation_function="gelu")))
+write("hf_config", "other_inner", json.dumps(dict(exported, n_inner=1000)))
+write("hf_config", "missing_heads", json.dumps({k: v for k, v in exported.items() if k != "n_head"}))

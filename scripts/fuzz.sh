@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors yaml_config idx gpt2_bpe text_corpus)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors yaml_config idx gpt2_bpe text_corpus event_file hf_config)
 build_dir=${SPARSETRAIN_FUZZ_BUILD_DIR:-build-fuzz}
 
 # Limits: inputs up to 64 KiB; one input may run 10 s and allocate 256 MB in one piece; the process
