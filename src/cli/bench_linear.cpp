@@ -17,6 +17,7 @@
 #include "sparsetrain/formats/random_mask.h"
 #include "sparsetrain/formats/sparse_weight.h"
 #include "sparsetrain/kernels/dense_gemm.h"
+#include "sparsetrain/kernels/dense_isa.h"
 #include "sparsetrain/ops/linear.h"
 
 namespace sparsetrain {
@@ -139,9 +140,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
   const int threads = num_threads();
   if (!o.json) {
     fmt::print(
-        "sparsetrain bench linear: {} threads, kernels {}, dense baseline oneDNN sgemm; median of {} interleaved "
-        "runs\n",
-        threads, isa_name(effective_isa()), o.repeats);
+        "sparsetrain bench linear: {} threads, kernels {}, dense baseline oneDNN sgemm ({}); median of {} "
+        "interleaved runs\n",
+        threads, isa_name(effective_isa()), dense_isa(), o.repeats);
     fmt::print(
         "step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s, bytes / {:.0f} GB/s)\n",
         o.peak_gflops, o.bandwidth_gbs);
@@ -175,6 +176,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                 {"out", shape.out},
                                 {"threads", threads},
                                 {"isa", isa_name(effective_isa())},
+                                {"onednn_isa", dense_isa()},
                                 {"dense_ms", dense.total()},
                                 {"dense_fwd_ms", dense.fwd},
                                 {"dense_dx_ms", dense.dx},

@@ -110,7 +110,8 @@ json median_profile(const std::vector<json>& reports) {
 
 // One case in this process: warm-up steps, timed steps, memory. Prints one JSON line.
 int run_case(const BenchTrainOptions& o) {
-  if (o.run_case != "dense" && o.run_case != "sparse") fail("bench train: --case is dense or sparse, got '{}'", o.run_case);
+  if (o.run_case != "dense" && o.run_case != "sparse")
+    fail("bench train: --case is dense or sparse, got '{}'", o.run_case);
   TrainConfig config = load_train_config_file(o.params);
   if (o.run_case == "dense") config.sparsity = SparsityConfig{};
   const uint64_t seed = o.seed.value_or(config.run.seed);
@@ -137,7 +138,8 @@ int run_case(const BenchTrainOptions& o) {
               {"peak_mb", peak_resident_mb()},
               {"model", s.model->describe()},
               {"threads", num_threads()},
-              {"isa", isa_name(effective_isa())}};
+              {"isa", isa_name(effective_isa())},
+              {"onednn_isa", dense_isa()}};
   if (o.profile) out["profile"] = step_profile(ms);
   json memory = json::object();
   for (const Parameter* p : s.model->parameters()) {
@@ -152,7 +154,9 @@ int run_case(const BenchTrainOptions& o) {
   }
   if (o.run_case == "dense") {
     const Parameter& p = largest_matrix(*s.model);
-    out["gemm"] = {{"m", last.predictions}, {"n", p.rows()}, {"k", p.cols()},
+    out["gemm"] = {{"m", last.predictions},
+                   {"n", p.rows()},
+                   {"k", p.cols()},
                    {"gflops", gemm_gflops(last.predictions, p.rows(), p.cols())}};
   }
   fmt::print("{}\n", out.dump());
@@ -176,7 +180,8 @@ json run_child(const std::vector<std::string>& args) {
   close(fds[1]);
   std::string text;
   char buffer[4096];
-  for (ssize_t n; spawned == 0 && (n = read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  for (ssize_t n; spawned == 0 && (n = read(fds[0], buffer, sizeof buffer)) > 0;)
+    text.append(buffer, static_cast<std::size_t>(n));
   close(fds[0]);
   if (spawned != 0) fail("bench train: cannot start /proc/self/exe (error {})", spawned);
   int status = 0;
@@ -274,6 +279,7 @@ int run_bench_train(const BenchTrainOptions& o) {
   json result = {{"config", o.params},
                  {"model", d["model"]},
                  {"isa", d["isa"]},
+                 {"onednn_isa", d["onednn_isa"]},
                  {"threads", d["threads"]},
                  {"steps", o.steps},
                  {"warmup", o.warmup},
@@ -309,8 +315,9 @@ int run_bench_train(const BenchTrainOptions& o) {
     fmt::print("{}\n", result.dump());
     return 0;
   }
-  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {} threads; kernels {}\n", o.params,
-             d["model"].get<std::string>(), tokens, unit, d["threads"].get<int>(), d["isa"].get<std::string>());
+  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {} threads; kernels {}, oneDNN {}\n", o.params,
+             d["model"].get<std::string>(), tokens, unit, d["threads"].get<int>(), d["isa"].get<std::string>(),
+             d["onednn_isa"].get<std::string>());
   fmt::print("median of {} steps after {} warm-up, {} round{} of dense and sparse processes\n\n", o.steps, o.warmup,
              o.rounds, o.rounds == 1 ? "" : "s");
   fmt::print("{:<7} {:>9} {:>10} {:>12} {:>13} {:>9} {:>17}\n", "case", "ms/step", fmt::format("{}/s", unit),
@@ -323,13 +330,15 @@ int run_bench_train(const BenchTrainOptions& o) {
   fmt::print("speedup {:.2f}x (FLOP limit {:.2f}x)", dense_ms / sparse_ms, flops_dense / flops_sparse);
   if (o.rounds > 1) fmt::print("; round by round {:.2f}x", fmt::join(round_speedups, "x, "));
   fmt::print("\n");
-  fmt::print("dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{})\n",
-             dense_model_gflops, dense_model_gflops / gemm_rate, gemm_rate, d["gemm"]["m"].get<int64_t>(),
-             d["gemm"]["n"].get<int64_t>(), d["gemm"]["k"].get<int64_t>());
-  fmt::print("sparse layers ({} tensors): weights + gradients + optimizer state {:.1f} MB sparse vs {:.1f} MB dense "
-             "({:.3f}x; sparse: {:.1f} weights incl. structure, {:.1f} gradients, {:.1f} optimizer state)\n",
-             names.size(), sparse_layers.total(), dense_layers.total(), sparse_layers.total() / dense_layers.total(),
-             sparse_layers.values, sparse_layers.grad, sparse_layers.state);
+  fmt::print(
+      "dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{})\n",
+      dense_model_gflops, dense_model_gflops / gemm_rate, gemm_rate, d["gemm"]["m"].get<int64_t>(),
+      d["gemm"]["n"].get<int64_t>(), d["gemm"]["k"].get<int64_t>());
+  fmt::print(
+      "sparse layers ({} tensors): weights + gradients + optimizer state {:.1f} MB sparse vs {:.1f} MB dense "
+      "({:.3f}x; sparse: {:.1f} weights incl. structure, {:.1f} gradients, {:.1f} optimizer state)\n",
+      names.size(), sparse_layers.total(), dense_layers.total(), sparse_layers.total() / dense_layers.total(),
+      sparse_layers.values, sparse_layers.grad, sparse_layers.state);
   if (o.profile) print_profile(result["dense_profile"], result["sparse_profile"]);
   return 0;
 }

@@ -67,6 +67,7 @@ TEST(CliBenchLinear, JsonPrintsOneObjectPerCaseWithTheDocumentedKeys) {
                             "speedup", "useful_gflops"})
       ASSERT_TRUE(j.contains(key)) << "missing " << key;
     EXPECT_EQ(j["format"], formats[i]);
+    EXPECT_EQ(j["onednn_isa"], dense_isa());
     EXPECT_NEAR(j["sparsity"].get<double>(), sparsities[i], 1e-12);
     EXPECT_EQ(j["tokens"], 70);
     EXPECT_EQ(j["in"], 40);
@@ -382,15 +383,16 @@ std::string tiny_gpt_config(const std::string& name, const std::string& sparsity
   for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog.\n";
   const std::string corpus = write_config(name + ".txt", text);
   return write_config(name + ".yaml", R"(model: {name: gpt, n_positions: 16, n_layer: 2, n_head: 2, n_embd: 32}
-train_input: {data: text_file, path: ")" + corpus + R"(", tokenizer: byte, batch_size: 4}
+train_input: {data: text_file, path: ")" + corpus +
+                                          R"(", tokenizer: byte, batch_size: 4}
 optimizer: {optimizer_type: adamw, learning_rate: 0.001}
 runconfig: {max_steps: 10, seed: 3}
 )" + sparsity);
 }
 
 TEST(CliBenchTrain, JsonComparesDenseAndSparseProcesses) {
-  const std::string path =
-      tiny_gpt_config("bench_train", "sparsity: {algorithm: static, sparsity: 0.9, format: csr, distribution: uniform}\n");
+  const std::string path = tiny_gpt_config(
+      "bench_train", "sparsity: {algorithm: static, sparsity: 0.9, format: csr, distribution: uniform}\n");
   const CliResult r = run_cli(
       {"bench", "train", "--params", path, "--steps", "2", "--warmup", "1", "--rounds", "2", "--json"}, kOneThread);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -409,6 +411,8 @@ TEST(CliBenchTrain, JsonComparesDenseAndSparseProcesses) {
     ASSERT_TRUE(j.contains(key)) << "missing " << key;
   EXPECT_EQ(j["predictions_per_step"], 4 * 16);
   EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["isa"], std::string(isa_name(effective_isa())));
+  EXPECT_EQ(j["onednn_isa"], dense_isa());
   EXPECT_EQ(j["sparse_layer_count"], 2 * 4);  // c_attn, attn.c_proj, c_fc, mlp.c_proj per block
   const double dense_rate = j["dense_tokens_per_s"], sparse_rate = j["sparse_tokens_per_s"];
   EXPECT_GT(dense_rate, 0.0);
@@ -429,7 +433,8 @@ TEST(CliBenchTrain, JsonComparesDenseAndSparseProcesses) {
 // --profile splits each case's step into phases: every op the tiny GPT runs, the head, the
 // optimizer, and the rest; the table shows both cases side by side.
 TEST(CliBenchTrain, ProfileSplitsTheStepIntoPhases) {
-  const std::string path = tiny_gpt_config("bench_profile", "sparsity: {algorithm: static, sparsity: 0.9, format: csr}\n");
+  const std::string path =
+      tiny_gpt_config("bench_profile", "sparsity: {algorithm: static, sparsity: 0.9, format: csr}\n");
   const CliResult r =
       run_cli({"bench", "train", "--params", path, "--steps", "2", "--warmup", "1", "--json", "--profile"}, kOneThread);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -439,9 +444,9 @@ TEST(CliBenchTrain, ProfileSplitsTheStepIntoPhases) {
     ASSERT_TRUE(j.contains(key));
     std::map<std::string, double> ms;
     for (const auto& p : j[key]) ms[p[0].get<std::string>()] = p[1].get<double>();
-    for (const char* phase : {"embedding", "layer norm", "linear forward", "attention forward", "residual add",
-                              "head", "loss", "linear backward", "attention backward", "zero grad", "batch",
-                              "gradient norm", "optimizer", "other"}) {
+    for (const char* phase :
+         {"embedding", "layer norm", "linear forward", "attention forward", "residual add", "head", "loss",
+          "linear backward", "attention backward", "zero grad", "batch", "gradient norm", "optimizer", "other"}) {
       ASSERT_TRUE(ms.count(phase)) << "missing phase " << phase;
       EXPECT_GE(ms[phase], 0.0) << phase;
     }
@@ -524,16 +529,16 @@ TEST(CliTrain, StopSignalSavesACheckpointAndExitsWith128PlusTheSignal) {
         {"train", "--params", path, "--model_dir", dir.string(), "--max_steps", "1000000"}, kOneThread,
         [&] { return std::filesystem::exists(dir / "metrics.jsonl"); }, signal_number);
     ASSERT_EQ(r.exit_code, 128 + signal_number) << r.out << r.err;
-    const std::string said = signal_number == SIGTERM ? "stopped by SIGTERM after step " : "stopped by SIGINT after step ";
+    const std::string said =
+        signal_number == SIGTERM ? "stopped by SIGTERM after step " : "stopped by SIGINT after step ";
     const auto at = r.out.find(said);
     ASSERT_NE(at, std::string::npos) << r.out;
     const int64_t step = std::stoll(r.out.substr(at + said.size()));
     EXPECT_GE(step, 1);
     EXPECT_TRUE(std::filesystem::exists(dir / fmt::format("checkpoint_{}.done", step)));
 
-    const CliResult resumed =
-        run_cli({"train", "--params", path, "--model_dir", dir.string(), "--max_steps", std::to_string(step + 2)},
-                kOneThread);
+    const CliResult resumed = run_cli(
+        {"train", "--params", path, "--model_dir", dir.string(), "--max_steps", std::to_string(step + 2)}, kOneThread);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     EXPECT_TRUE(contains(resumed.out, fmt::format("(step {})", step))) << resumed.out;
     EXPECT_TRUE(contains(resumed.out, fmt::format("training steps {} to {}", step + 1, step + 2))) << resumed.out;
