@@ -20,9 +20,8 @@ namespace fs = std::filesystem;
 namespace {
 
 RunMode parse_mode(const std::string& mode) {
-  if (mode == "train") return RunMode::Train;
-  if (mode == "eval") return RunMode::Eval;
-  if (mode == "train_and_eval") return RunMode::TrainAndEval;
+  for (RunMode m : {RunMode::Train, RunMode::Eval, RunMode::TrainAndEval})
+    if (mode == run_mode_name(m)) return m;
   fail("--mode: expected train, eval or train_and_eval, got '{}'", mode);
 }
 

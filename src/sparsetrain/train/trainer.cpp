@@ -54,15 +54,6 @@ void record_config(const Setup& s, const std::string& dir, int64_t start_step) {
              earlier.string(), fmt::join(changes, "; "));
 }
 
-const char* mode_name(RunMode mode) {
-  switch (mode) {
-    case RunMode::Train: return "train";
-    case RunMode::Eval: return "eval";
-    case RunMode::TrainAndEval: return "train_and_eval";
-  }
-  return "unknown";
-}
-
 int evaluate_only(Setup& s, const RunOptions& o, int64_t step) {
   const EvalResult r = evaluate(*s.model, *s.data);
   fmt::print("{}\n", eval_line(s, step, r));
@@ -75,13 +66,22 @@ int evaluate_only(Setup& s, const RunOptions& o, int64_t step) {
 
 }  // namespace
 
+std::string_view run_mode_name(RunMode mode) {
+  switch (mode) {
+    case RunMode::Train: return "train";
+    case RunMode::Eval: return "eval";
+    case RunMode::TrainAndEval: return "train_and_eval";
+  }
+  return "unknown";
+}
+
 int run(Setup& s, const RunOptions& o) {
   // From here on a stop request is honoured after the current step.
   auto signals = std::make_unique<StopSignals>();
   const std::string& dir = o.model_dir;
   create_output_directory(dir, "--model_dir");
   const StartPoint start = resolve_start(s, o);
-  record_environment(dir, start.progress.step, mode_name(o.mode));
+  record_environment(dir, start.progress.step, std::string(run_mode_name(o.mode)));
   if (o.mode == RunMode::Eval) return evaluate_only(s, o, start.progress.step);
 
   record_config(s, dir, start.progress.step);

@@ -8,12 +8,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "sparsetrain/train/setup.h"
 
 namespace sparsetrain {
 
 enum class RunMode { Train, Eval, TrainAndEval };
+// "train", "eval", "train_and_eval": --mode's values and the subcommands' names.
+std::string_view run_mode_name(RunMode mode);
 
 struct RunOptions {
   RunMode mode = RunMode::Train;
@@ -23,7 +26,7 @@ struct RunOptions {
   // at step 0 with this config's optimizer, schedules and data order. A model directory that
   // already holds checkpoints of that new run resumes from them instead.
   bool weights_only = false;
-  bool progress = true;         // a progress bar, when stderr is a terminal
+  bool progress = true;  // a progress bar, when stderr is a terminal
 };
 
 // Exit code of a run stopped by a non-finite step under runconfig.nonfinite_policy: stop.
