@@ -82,11 +82,12 @@ std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, 
       if (e.key == "n_layer") c.layers = int_at_least(x, 1);
       if (e.key == "n_head") c.heads = int_at_least(x, 1);
       if (e.key == "n_embd") c.embed = int_at_least(x, 1);
-      if (e.key == "layer_norm_epsilon") c.layer_norm_eps = static_cast<float>(positive_number(x));
+      if (e.key == "layer_norm_epsilon")
+        c.layer_norm_eps = static_cast<float>(
+            number_in(x, kLayerNormEpsMin, kLayerNormEpsMax, false, "a number > 0 that float32 holds"));
       if (e.key == "initializer_range") c.init_std = positive_number(x);
     }
-    if (c.embed % c.heads != 0)
-      v.fail(fmt::format("n_embd ({}) must be a multiple of n_head ({})", c.embed, c.heads));
+    if (c.embed % c.heads != 0) v.fail(fmt::format("n_embd ({}) must be a multiple of n_head ({})", c.embed, c.heads));
     return c;
   }
   if (kind == "mlp") {
@@ -101,7 +102,8 @@ std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, 
       if (e.key == "inverted_dropout") c.inverted_dropout = x.as_bool("true or false");
       if (e.key == "dropout_masks_gradient") c.dropout_masks_gradient = x.as_bool("true or false");
       if (e.key == "activation")
-        c.activation = config::at_value(x, [&] { return parse_activation(x.as_string("an activation"), "activation"); });
+        c.activation =
+            config::at_value(x, [&] { return parse_activation(x.as_string("an activation"), "activation"); });
       if (e.key == "output_activation")
         c.output_activation =
             config::at_value(x, [&] { return parse_activation(x.as_string("an activation"), "output_activation"); });
@@ -176,24 +178,32 @@ InputConfig read_input(const Value& v, bool eval) {
   const std::optional<Value> data = m.get("data");
   if (!data) v.fail("missing key 'data' (brown, text_file or fashion_mnist)");
   const std::string d = data->as_string("brown, text_file or fashion_mnist");
-  if (d == "brown") in.dataset = DatasetKind::Brown;
-  else if (d == "text_file") in.dataset = DatasetKind::TextFile;
-  else if (d == "fashion_mnist") in.dataset = DatasetKind::FashionMnist;
-  else data->expected("brown, text_file or fashion_mnist");
+  if (d == "brown")
+    in.dataset = DatasetKind::Brown;
+  else if (d == "text_file")
+    in.dataset = DatasetKind::TextFile;
+  else if (d == "fashion_mnist")
+    in.dataset = DatasetKind::FashionMnist;
+  else
+    data->expected("brown, text_file or fashion_mnist");
   const bool text = in.dataset != DatasetKind::FashionMnist;
   for (const Mapping::Entry& e : m.entries()) {
     const Value& x = e.value;
-    const bool text_only = e.key == "tokenizer" || e.key == "max_sequence_length" ||
-                           e.key == "validation_fraction" || e.key == "split_seed";
+    const bool text_only = e.key == "tokenizer" || e.key == "max_sequence_length" || e.key == "validation_fraction" ||
+                           e.key == "split_seed";
     if (text_only && !text) e.key_value.fail(fmt::format("'{}' is for text data, not {}", e.key, d));
-    if (e.key == "num_examples" && text) e.key_value.fail("'num_examples' is for image data; text uses validation_fraction");
-    if (e.key == "subset_shuffle" && text) e.key_value.fail(fmt::format("'subset_shuffle' is for image data, not {}", d));
+    if (e.key == "num_examples" && text)
+      e.key_value.fail("'num_examples' is for image data; text uses validation_fraction");
+    if (e.key == "subset_shuffle" && text)
+      e.key_value.fail(fmt::format("'subset_shuffle' is for image data, not {}", d));
     if (e.key == "subset_shuffle" && eval)
       e.key_value.fail("'subset_shuffle' belongs in train_input: one shuffle stream picks both subsets");
     const bool brown_only = e.key == "categories" || e.key == "exclude_categories";
-    if (brown_only && in.dataset != DatasetKind::Brown) e.key_value.fail(fmt::format("'{}' is for brown data, not {}", e.key, d));
+    if (brown_only && in.dataset != DatasetKind::Brown)
+      e.key_value.fail(fmt::format("'{}' is for brown data, not {}", e.key, d));
     if (brown_only && eval)
-      e.key_value.fail(fmt::format("'{}' belongs in train_input: the validation split is taken from its documents", e.key));
+      e.key_value.fail(
+          fmt::format("'{}' belongs in train_input: the validation split is taken from its documents", e.key));
     if (brown_only) {
       std::vector<std::string>& list = e.key == "categories" ? in.categories : in.exclude_categories;
       for (const Value& item : x.items("a list of Brown categories")) list.push_back(item.as_string("a category name"));
@@ -210,9 +220,12 @@ InputConfig read_input(const Value& v, bool eval) {
     if (e.key == "num_examples") in.num_examples = int_at_least(x, 1);
     if (e.key == "subset_shuffle") {
       const std::string shuffle = x.as_string("philox or numpy");
-      if (shuffle == "philox") in.subset_shuffle = InputConfig::SubsetShuffle::Philox;
-      else if (shuffle == "numpy") in.subset_shuffle = InputConfig::SubsetShuffle::Numpy;
-      else x.expected("philox or numpy");
+      if (shuffle == "philox")
+        in.subset_shuffle = InputConfig::SubsetShuffle::Philox;
+      else if (shuffle == "numpy")
+        in.subset_shuffle = InputConfig::SubsetShuffle::Numpy;
+      else
+        x.expected("philox or numpy");
     }
     if (e.key == "eval_batches") in.eval_batches = int_at_least(x, 1);
   }
@@ -223,8 +236,8 @@ InputConfig read_input(const Value& v, bool eval) {
 
 LrSchedule read_learning_rate(const Value& v) {
   if (!v.is_map()) return LrSchedule::constant(positive_number(v));
-  const std::vector<std::string> keys = {"scheduler",  "initial_learning_rate", "end_learning_rate", "warmup_steps",
-                                         "total_iters", "step_size", "gamma"};
+  const std::vector<std::string> keys = {
+      "scheduler", "initial_learning_rate", "end_learning_rate", "warmup_steps", "total_iters", "step_size", "gamma"};
   const Mapping m = section(v, keys, "a number or a schedule mapping");
   auto get = [&](const char* key) { return m.get(key); };
   const std::optional<Value> kind = get("scheduler");
@@ -240,11 +253,11 @@ LrSchedule read_learning_rate(const Value& v) {
   };
   auto refuse = [&](std::initializer_list<const char*> not_for) {
     for (const char* key : not_for)
-      if (const Mapping::Entry* e = m.find(key)) e->key_value.fail(fmt::format("'{}' does not apply to the {} scheduler", key, s));
+      if (const Mapping::Entry* e = m.find(key))
+        e->key_value.fail(fmt::format("'{}' does not apply to the {} scheduler", key, s));
   };
   const std::optional<Value> end_value = get("end_learning_rate");
-  const double end =
-      end_value ? number_in(*end_value, 0.0, lr, false, "a number in [0, initial_learning_rate]") : 0.0;
+  const double end = end_value ? number_in(*end_value, 0.0, lr, false, "a number in [0, initial_learning_rate]") : 0.0;
   LrSchedule schedule = LrSchedule::constant(lr);
   config::at_value(v, [&] {
     if (s == "constant") {
@@ -269,9 +282,9 @@ LrSchedule read_learning_rate(const Value& v) {
 }
 
 OptimizerConfig read_optimizer(const Value& v) {
-  const std::vector<std::string> keys = {"optimizer_type", "learning_rate", "weight_decay", "betas",  "eps",
-                                         "momentum",       "nesterov",      "dampening",    "max_gradient_norm",
-                                         "decoupled_weight_decay"};
+  const std::vector<std::string> keys = {
+      "optimizer_type", "learning_rate",     "weight_decay",          "betas", "eps", "momentum", "nesterov",
+      "dampening",      "max_gradient_norm", "decoupled_weight_decay"};
   const Mapping m = section(v, keys, "a mapping");
   OptimizerConfig o;
   if (const std::optional<Value> t = m.get("optimizer_type")) {
@@ -349,7 +362,8 @@ TrainConfig read_train_document(const Source& src) {
   if (documents.count != 1) fail("{}: expected one YAML document, found {}", src.file, documents.count);
   const YAML::Node root = documents.first;
   const Value top(root, "", src, root.Mark());
-  const std::vector<std::string> sections = {"model", "train_input", "eval_input", "optimizer", "sparsity", "runconfig"};
+  const std::vector<std::string> sections = {"model",     "train_input", "eval_input",
+                                             "optimizer", "sparsity",    "runconfig"};
   const Mapping m(top, "a mapping of the sections model, train_input, eval_input, optimizer, sparsity, runconfig");
   m.check_keys(sections, [&](const std::string& key) {
     return fmt::format("unknown section{}; a training config has {}", config::did_you_mean(key, sections),
@@ -371,8 +385,9 @@ TrainConfig read_train_document(const Source& src) {
   }
   const bool image = c.train_input.dataset == DatasetKind::FashionMnist;
   if (c.is_gpt() == image)
-    m.get("train_input")->fail(fmt::format("{} data does not fit the {} model", dataset_name(c.train_input.dataset),
-                                           c.is_gpt() ? "gpt" : "mlp"));
+    m.get("train_input")
+        ->fail(fmt::format("{} data does not fit the {} model", dataset_name(c.train_input.dataset),
+                           c.is_gpt() ? "gpt" : "mlp"));
   if ((c.eval_input.dataset == DatasetKind::FashionMnist) != image)
     m.get("eval_input")->fail("eval_input must be the same kind of data as train_input");
   if (c.run.num_epochs > 0 && !image) m.get("runconfig")->fail("'num_epochs' is for image data; use 'max_steps'");
@@ -494,8 +509,8 @@ void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
   if (given.empty()) return;
   YAML::Emitter out;
   out << root;
-  config.text = fmt::format("# {} with the command-line overrides {}\n{}\n", config.file, fmt::join(given, ", "),
-                            out.c_str());
+  config.text =
+      fmt::format("# {} with the command-line overrides {}\n{}\n", config.file, fmt::join(given, ", "), out.c_str());
 }
 
 std::variant<TrainConfig, SparsityConfig> load_train_or_sparsity_file(const std::string& path) {

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <limits>
-
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/json_text.h"
 
@@ -103,7 +101,7 @@ GptConfig hf_gpt2_config_from_json(const json& j, const std::string& file) {
         file, shown(act), act == "gelu" ? " ('gelu' is the erf form)" : "");
   // Computed in float32: a value float cannot hold (or rounds to 0) is refused, not cast.
   const double eps = positive_number(j, "layer_norm_epsilon", 1e-5, file);
-  if (!(eps <= std::numeric_limits<float>::max()) || !(static_cast<float>(eps) > 0.0f))
+  if (!(eps >= kLayerNormEpsMin && eps <= kLayerNormEpsMax))
     fail("{}: 'layer_norm_epsilon' is {}; expected a number float32 holds above 0", file,
          shown(j.at("layer_norm_epsilon")));
   c.layer_norm_eps = static_cast<float>(eps);

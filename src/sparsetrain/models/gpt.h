@@ -16,6 +16,7 @@
 //   x = x + c_proj(attention(c_attn(ln_1(x))));  x = x + mlp.c_proj(gelu(mlp.c_fc(ln_2(x))))
 // and the logits are ln_f(x) wte^T, trained with softmax cross-entropy on the next token.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
@@ -27,14 +28,19 @@
 
 namespace sparsetrain {
 
+// The layer_norm_epsilon a config file may give: above 0 and held by float32, in which the layer
+// norms compute (casting a double beyond float's range is undefined; one below it gives 0).
+inline constexpr double kLayerNormEpsMin = std::numeric_limits<float>::denorm_min();
+inline constexpr double kLayerNormEpsMax = std::numeric_limits<float>::max();
+
 struct GptConfig {
-  int64_t vocab_size = 256;   // V
-  int64_t context = 128;      // P, the longest sequence (n_positions)
-  int64_t layers = 4;         // n_layer
-  int64_t heads = 4;          // n_head
-  int64_t embed = 128;        // C (n_embd), a multiple of heads
-  float layer_norm_eps = 1e-5f;
-  double init_std = 0.02;     // N(0, init_std) weights; residual projections / sqrt(2 * layers)
+  int64_t vocab_size = 256;      // V
+  int64_t context = 128;         // P, the longest sequence (n_positions)
+  int64_t layers = 4;            // n_layer
+  int64_t heads = 4;             // n_head
+  int64_t embed = 128;           // C (n_embd), a multiple of heads
+  float layer_norm_eps = 1e-5f;  // read from a double within kLayerNormEpsRange
+  double init_std = 0.02;        // N(0, init_std) weights; residual projections / sqrt(2 * layers)
 
   // Throws an Error naming the first field out of range.
   void validate() const;
@@ -93,7 +99,7 @@ class Gpt : public Model {
   std::vector<BlockActs> acts_;
   Matrix lnf_;
   std::vector<float> lnf_mean_, lnf_rstd_;
-  Matrix logits_;  // then dlogits after a training forward
+  Matrix logits_;                                            // then dlogits after a training forward
   Matrix scratch_c_, scratch_c2_, scratch_4c_, scratch_3c_;  // projections and backward gradients
   bool ready_for_backward_ = false;
 };

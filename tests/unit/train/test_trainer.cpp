@@ -820,6 +820,20 @@ TEST(TrainConfig, NumericFaultKeysAreChecked) {
   }
 }
 
+// layer_norm_epsilon is computed in float32: a value float cannot hold (beyond its range, or
+// rounding to 0) is refused at its key, not cast.
+TEST(TrainConfig, ALayerNormEpsilonFloatCannotHoldIsRefused) {
+  const std::string tail = "train_input: {data: brown}\noptimizer: {learning_rate: 0.1}\nrunconfig: {max_steps: 1}\n";
+  const TrainConfig ok = load_train_config_yaml("model: {name: gpt, layer_norm_epsilon: 1.0e-6}\n" + tail, "a.yaml");
+  EXPECT_EQ(std::get<GptConfig>(ok.model).layer_norm_eps, 1e-6f);
+  for (const char* bad : {"1.0e+300", "1.0e-60", "0"})
+    EXPECT_EQ(
+        error_of([&] {
+          load_train_config_yaml(fmt::format("model: {{name: gpt, layer_norm_epsilon: {}}}\n", bad) + tail, "a.yaml");
+        }),
+        fmt::format("a.yaml:1:40: model.layer_norm_epsilon: expected a number > 0 that float32 holds, got {}", bad));
+}
+
 TEST(TrainConfig, TensorboardIsOnUnlessTurnedOff) {
   const std::string head = "model: {name: mlp}\ntrain_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\n";
   EXPECT_TRUE(load_train_config_yaml(head + "runconfig: {num_epochs: 1}\n", "a.yaml").run.tensorboard);
