@@ -23,6 +23,8 @@ inline Bf16 to_bf16(float f) {
 }
 
 inline float to_float(Bf16 h) { return std::bit_cast<float>(static_cast<uint32_t>(h.bits) << 16); }
+// The identity, so code written for either value type reads both.
+inline float to_float(float f) { return f; }
 
 // f rounded to the nearest bf16, as a float.
 inline float round_bf16(float f) { return to_float(to_bf16(f)); }

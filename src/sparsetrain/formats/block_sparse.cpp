@@ -324,12 +324,37 @@ void BlockSparseMatrix::backward(const PackedTokens& dy, const PackedTokens& x, 
 }
 
 std::size_t BlockSparseMatrix::memory_bytes() const {
-  return row_ptr_.bytes() + col_.bytes() + values_.bytes() + transposed_.memory_bytes() + slice_ptr_.bytes();
+  return row_ptr_.bytes() + col_.bytes() + values_.bytes() + transposed_.memory_bytes() + slice_ptr_.bytes() +
+         values_bf16_.bytes();
 }
 
 void BlockSparseMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues,
                                          bool accumulate) const {
   sddmm(view(), dy, x, dvalues, accumulate);
+}
+
+// bf16: W and W^T over the bf16 copy of the values (W^T's gathered from it, half the bytes).
+void BlockSparseMatrix::forward_bf16(const PackedTokensBf16& x, const float* bias, MatrixView y) const {
+  spmm_fwd(with_values(view(), bf16_values("forward")), x, bias, y);
+}
+
+void BlockSparseMatrix::backward_bf16(const PackedTokensBf16& dy, const PackedTokensBf16& x, MatrixView dx,
+                                      float* dvalues, bool accumulate) const {
+  const Bf16* values = bf16_values("backward");
+  Bf16* transposed = nullptr;
+  if (dx.data != nullptr) {
+    transposed = transposed_values_scratch<Bf16>(static_cast<std::size_t>(transposed_.values_size()));
+    transposed_.gather_values(values, transposed);
+  }
+  if (block_ == 1 && dx.data != nullptr) {
+    const BlockSparseViewT<Bf16> wt = transposed_.view(static_cast<const Bf16*>(transposed));
+    AlignedBuffer<float>& transposed_grad = call_scratch().transposed_grad;
+    transposed_grad.resize(static_cast<std::size_t>(wt.blocks()));
+    csr_backward(wt, transposed_.perm(), dy, x, dx, dvalues, transposed_grad.data(), accumulate);
+    return;
+  }
+  if (dx.data != nullptr) spmm_fwd(transposed_.view(static_cast<const Bf16*>(transposed)), dy, nullptr, dx);
+  sddmm(with_values(view(), values), dy, x, dvalues, accumulate);
 }
 
 }  // namespace sparsetrain

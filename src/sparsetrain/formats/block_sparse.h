@@ -41,6 +41,9 @@ class BlockSparseMatrix final : public SparseWeight {
   // CSR: one fused sweep over W^T computes dX and dW (see csr_backward).
   void backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
                 bool accumulate) const override;
+  void forward_bf16(const PackedTokensBf16& x, const float* bias, MatrixView y) const override;
+  void backward_bf16(const PackedTokensBf16& dy, const PackedTokensBf16& x, MatrixView dx, float* dvalues,
+                     bool accumulate) const override;
   std::size_t memory_bytes() const override;
 
  private:

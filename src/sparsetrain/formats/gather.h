@@ -12,16 +12,19 @@
 
 namespace sparsetrain {
 
-// The calling thread's companion-values buffer, `count` floats, valid until its next call.
-inline float* transposed_values_scratch(std::size_t count) {
-  thread_local AlignedBuffer<float> buffer;
+// The calling thread's companion-values buffer of T (float, or Bf16 in mixed precision), `count`
+// values, valid until its next call.
+template <typename T = float>
+inline T* transposed_values_scratch(std::size_t count) {
+  thread_local AlignedBuffer<T> buffer;
   buffer.resize(count);
   return buffer.data();
 }
 
 // Entry k of the companion is row index[k] of the source, `width` floats wide. Memory-bound,
 // so every thread helps.
-inline void parallel_gather(const float* src, const int32_t* index, int64_t count, int width, float* dst) {
+template <typename T>
+inline void parallel_gather(const T* src, const int32_t* index, int64_t count, int width, T* dst) {
   parallel_run(num_threads(), [&](int ith, int nth) {
     int64_t begin, end;
     balance_even(count, ith, nth, begin, end);

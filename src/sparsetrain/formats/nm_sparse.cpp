@@ -185,7 +185,26 @@ void NmMatrix::backward_weights(const PackedTokens& dy, const PackedTokens& x, f
 
 std::size_t NmMatrix::memory_bytes() const {
   return offset_.bytes() + next_offset_.bytes() + values_.bytes() + t_ptr_.bytes() + t_row_.bytes() +
-         t_cursor_.bytes() + t_source_.bytes() + t_offset_.bytes();
+         t_cursor_.bytes() + t_source_.bytes() + t_offset_.bytes() + values_bf16_.bytes();
+}
+
+// bf16: W and its group-ordered companion over the bf16 copy of the values.
+void NmMatrix::forward_bf16(const PackedTokensBf16& x, const float* bias, MatrixView y) const {
+  nm_fwd(NmViewT<Bf16>{rows_, cols_, n_, m_, offset_.data(), bf16_values("forward")}, x, bias, y);
+}
+
+void NmMatrix::backward_bf16(const PackedTokensBf16& dy, const PackedTokensBf16& x, MatrixView dx, float* dvalues,
+                             bool accumulate) const {
+  const Bf16* values = bf16_values("backward");
+  if (dx.data != nullptr) {
+    const int64_t entries = rows_ * groups_;
+    Bf16* gathered = transposed_values_scratch<Bf16>(static_cast<std::size_t>(entries * n_));
+    parallel_gather(values, t_source_.data(), entries, n_, gathered);
+    nm_bwd_data(NmTransposedViewT<Bf16>{rows_, cols_, n_, m_, t_slices_, t_buckets_, t_ptr_.data(), t_row_.data(),
+                                        t_offset_.data(), gathered},
+                dy, dx);
+  }
+  nm_sddmm(NmViewT<Bf16>{rows_, cols_, n_, m_, offset_.data(), values}, dy, x, dvalues, accumulate);
 }
 
 }  // namespace sparsetrain

@@ -37,6 +37,9 @@ class NmMatrix final : public SparseWeight {
   void forward(const PackedTokens& x, const float* bias, MatrixView y) const override;
   void backward_data(const PackedTokens& dy, MatrixView dx) const override;
   void backward_weights(const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate) const override;
+  void forward_bf16(const PackedTokensBf16& x, const float* bias, MatrixView y) const override;
+  void backward_bf16(const PackedTokensBf16& dy, const PackedTokensBf16& x, MatrixView dx, float* dvalues,
+                     bool accumulate) const override;
   std::size_t memory_bytes() const override;
 
  private:

@@ -1,5 +1,7 @@
 #include "sparsetrain/formats/sparse_weight.h"
 
+#include <utility>
+
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/formats/block_sparse.h"
 #include "sparsetrain/formats/nm_sparse.h"
@@ -22,6 +24,21 @@ Matrix SparseWeight::to_dense() const {
   Matrix dense(rows_, cols_);
   to_dense(dense.view());
   return dense;
+}
+
+void SparseWeight::refresh_bf16() {
+  const std::span<const float> v = std::as_const(*this).values();
+  values_bf16_.resize(v.size());
+  to_bf16(v.data(), values_bf16_.data(), static_cast<int64_t>(v.size()));
+}
+
+const Bf16* SparseWeight::bf16_values(std::string_view pass) const {
+  if (values_bf16_.size() != values().size())
+    fail(
+        "{} (bf16): the bf16 copy of the values has {} entries but the weight {}: refresh_bf16() was not called "
+        "after the structure changed",
+        pass, values_bf16_.size(), values().size());
+  return values_bf16_.data();
 }
 
 void SparseWeight::backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,

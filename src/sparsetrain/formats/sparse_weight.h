@@ -10,6 +10,7 @@
 // from values() by every backward call (one O(nnz) pass), so values may change at any time.
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "sparsetrain/core/aligned_buffer.h"
 #include "sparsetrain/core/tensor.h"
@@ -72,13 +73,25 @@ class SparseWeight {
   virtual void backward(const PackedTokens& dy, const PackedTokens& x, MatrixView dx, float* dvalues,
                         bool accumulate = false) const;
 
+  // Mixed precision: forward and both backward passes on bf16 operands, which read a bf16 copy of
+  // values() (rounded to nearest even) that refresh_bf16() makes; call it after values() or the
+  // structure changed. Outputs and gradients are float32, as above.
+  void refresh_bf16();
+  std::span<const Bf16> values_bf16() const { return {values_bf16_.data(), values_bf16_.size()}; }
+  virtual void forward_bf16(const PackedTokensBf16& x, const float* bias, MatrixView y) const = 0;
+  virtual void backward_bf16(const PackedTokensBf16& dy, const PackedTokensBf16& x, MatrixView dx, float* dvalues,
+                             bool accumulate = false) const = 0;
+
  protected:
   SparseWeight(int64_t rows, int64_t cols) : rows_(rows), cols_(cols) {}
   void check_mask_shape(const Mask& mask) const;
   void check_companions(std::span<AlignedBuffer<float>* const> companions) const;
+  // The bf16 copy, checked to be as long as values() (a copy older than the structure is refused).
+  const Bf16* bf16_values(std::string_view pass) const;
 
   int64_t rows_;
   int64_t cols_;
+  AlignedBuffer<Bf16> values_bf16_;
 };
 
 }  // namespace sparsetrain

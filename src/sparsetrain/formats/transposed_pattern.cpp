@@ -42,13 +42,8 @@ void TransposedPattern::build(const BlockSparseView& src) {
   view_.slice_ptr = slice_ptr_.empty() ? nullptr : slice_ptr_.data();
 }
 
-BlockSparseView TransposedPattern::view(const float* values) const {
-  BlockSparseView v = view_;
-  v.values = values;
-  return v;
-}
-
-void TransposedPattern::gather_values(const float* src_values, float* dst) const {
+template <typename T>
+void TransposedPattern::gather_values(const T* src_values, T* dst) const {
   const int b = view_.block;
   const int64_t blocks = view_.blocks();
   const int64_t bb = static_cast<int64_t>(b) * b;
@@ -58,12 +53,15 @@ void TransposedPattern::gather_values(const float* src_values, float* dst) const
     int64_t begin, end;
     balance_even(blocks, ith, nth, begin, end);
     for (int64_t k = begin; k < end; ++k) {
-      const float* s = src_values + perm_[k] * bb;
-      float* d = dst + k * bb;
+      const T* s = src_values + perm_[k] * bb;
+      T* d = dst + k * bb;
       for (int i = 0; i < b; ++i)
         for (int j = 0; j < b; ++j) d[j * b + i] = s[i * b + j];
     }
   });
 }
+
+template void TransposedPattern::gather_values(const float*, float*) const;
+template void TransposedPattern::gather_values(const Bf16*, Bf16*) const;
 
 }  // namespace sparsetrain

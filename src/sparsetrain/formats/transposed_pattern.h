@@ -16,9 +16,13 @@ class TransposedPattern {
   void build(const BlockSparseView& src);
   void reserve(int64_t blocks);
   int64_t values_size() const { return view_.blocks() * view_.block * view_.block; }
-  // dst [values_size()]: W^T's values from W's.
-  void gather_values(const float* src_values, float* dst) const;
-  BlockSparseView view(const float* values) const;
+  // dst [values_size()]: W^T's values from W's, T float or Bf16.
+  template <typename T>
+  void gather_values(const T* src_values, T* dst) const;
+  template <typename T>
+  BlockSparseViewT<T> view(const T* values) const {
+    return with_values(view_, values);
+  }
   // perm()[i]: the source block of transposed block i.
   const int32_t* perm() const { return perm_.data(); }
   std::size_t memory_bytes() const;

@@ -37,50 +37,87 @@ struct Range {
   int64_t end = 0;
 };
 
+// Every kernel comes in float32 and in bf16 (mixed precision): E, the type of the weight values
+// and of both packed operands, is float or Bf16; outputs, gradients and accumulation are float32
+// in both. The bf16 entries are named with a _bf16 suffix.
+//
 // Per-ISA entry points: each handles a rectangle of token tiles x (block-)rows.
 // Packs token rows [n x F] into tokens [t0, t0 + n) of dst's tile `tile` (t0 a multiple of 16,
 // t0 + n <= kTokenTile); with sums, sums[f] += the rows' values of feature f, in token order.
-using PackRowsFn = void(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums);
+template <typename E>
+using PackRowsFnT = void(ConstMatrixView rows, PackedTokensT<E>& dst, int64_t tile, int t0, float* sums);
+template <typename E>
+using SpmmFwdFnT = void(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y,
+                        Range tiles, Range block_rows);
+template <typename E>
+using SddmmFnT = void(const BlockSparseViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
+                      float* dvalues, bool accumulate, Range block_rows);
+// Fused backward over W^T held as CSR: for the W^T rows in `rows`, dX rows (output-stationary)
+// and, for every entry i of those rows, dwt[i] (+)= its weight gradient, in W^T order. The dY
+// line each entry gathers feeds both products.
+template <typename E>
+using CsrBackwardFnT = void(const BlockSparseViewT<E>& wt, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
+                            MatrixView dx, float* dwt, Range rows);
+template <typename E>
+using NmFwdFnT = void(const NmViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y, Range tiles,
+                      Range rows);
+template <typename E>
+using NmSddmmFnT = void(const NmViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues,
+                        bool accumulate, Range rows);
+template <typename E>
+using NmBwdDataFnT = void(const NmTransposedViewT<E>& wt, const PackedTokensT<E>& dy, MatrixView dx, Range tiles,
+                          Range groups);
+using PackRowsFn = PackRowsFnT<float>;
+using SpmmFwdFn = SpmmFwdFnT<float>;
+using SddmmFn = SddmmFnT<float>;
+using CsrBackwardFn = CsrBackwardFnT<float>;
+using NmFwdFn = NmFwdFnT<float>;
+using NmSddmmFn = NmSddmmFnT<float>;
+using NmBwdDataFn = NmBwdDataFnT<float>;
+
 // One whole tile of dst (already shaped) through pack_rows, kPackBlock tokens per call, and its
 // zero padding; serial. scratch (kPackBlock x dst.features floats) is the block handed to rows,
 // which a producer that writes its rows needs (rows_of does not: it may be null there); with
 // sums, the tile's feature sums as pack_tokens gives them.
-void pack_tile(PackRowsFn* pack_rows, const TokenRows& rows, PackedTokens& dst, int64_t tile, float* scratch,
+template <typename E>
+void pack_tile(PackRowsFnT<E>* pack_rows, const TokenRows& rows, PackedTokensT<E>& dst, int64_t tile, float* scratch,
                float* sums);
-using SpmmFwdFn = void(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y,
-                       Range tiles, Range block_rows);
-using SddmmFn = void(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
-                     bool accumulate, Range block_rows);
-// Fused backward over W^T held as CSR: for the W^T rows in `rows`, dX rows (output-stationary)
-// and, for every entry i of those rows, dwt[i] (+)= its weight gradient, in W^T order. The dY
-// line each entry gathers feeds both products.
-using CsrBackwardFn = void(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx,
-                           float* dwt, Range rows);
-using NmFwdFn = void(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
-                     Range rows);
-using NmSddmmFn = void(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
-                       bool accumulate, Range rows);
-using NmBwdDataFn = void(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles,
-                         Range groups);
 
-// Drivers (dispatch + threading). `accumulate` adds into dvalues instead of overwriting them.
-void spmm_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y);
-void sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+// Drivers (dispatch + threading), for E = float and E = Bf16. `accumulate` adds into dvalues
+// instead of overwriting them.
+template <typename E>
+void spmm_fwd(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y);
+template <typename E>
+void sddmm(const BlockSparseViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues,
            bool accumulate = false);
 // Fused backward-data + backward-weights for a CSR weight from its transposed companion wt and
 // the permutation perm (entry i of wt is value perm[i] of W): dX = dY W and dvalues (+)= dW at
 // W's entries. dwt is scratch of wt.blocks() floats.
-void csr_backward(const BlockSparseView& wt, const int32_t* perm, const PackedTokens& dy, const PackedTokens& x,
-                  MatrixView dx, float* dvalues, float* dwt, bool accumulate = false);
-void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y);
-void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+template <typename E>
+void csr_backward(const BlockSparseViewT<E>& wt, const int32_t* perm, const PackedTokensT<E>& dy,
+                  const PackedTokensT<E>& x, MatrixView dx, float* dvalues, float* dwt, bool accumulate = false);
+template <typename E>
+void nm_fwd(const NmViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y);
+template <typename E>
+void nm_sddmm(const NmViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues,
               bool accumulate = false);
 // Backward-data for an N:M weight from its group-ordered companion: dX = dY W.
-void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx);
+template <typename E>
+void nm_bwd_data(const NmTransposedViewT<E>& wt, const PackedTokensT<E>& dy, MatrixView dx);
 
 // Bias gradient db[f] (+)= sum_t dY[t][f], from the per-tile sums pack_tokens gave for dY
 // (tile_sums [tiles x features]), added in tile order.
 void bias_grad(const float* tile_sums, int64_t tiles, int64_t features, float* dbias, bool accumulate = false);
+
+// The entry points of one value type: `sfx` names the type (empty for float, _bf16).
+#define SPARSETRAIN_DECLARE_KERNELS(E, sfx)                                                        \
+  PackRowsFnT<E> pack_rows##sfx;                                                                   \
+  SpmmFwdFnT<E> spmm_fwd_csr##sfx, spmm_fwd_bcsr4##sfx, spmm_fwd_bcsr8##sfx, spmm_fwd_bcsr16##sfx; \
+  CsrBackwardFnT<E> csr_backward##sfx;                                                             \
+  SddmmFnT<E> sddmm_csr##sfx, sddmm_bcsr4##sfx, sddmm_bcsr8##sfx, sddmm_bcsr16##sfx;               \
+  NmFwdFnT<E> nm_fwd_n2##sfx, nm_fwd_any##sfx;                                                     \
+  NmSddmmFnT<E> nm_sddmm##sfx;                                                                     \
+  NmBwdDataFnT<E> nm_bwd_data_buckets##sfx, nm_bwd_data_any##sfx;
 
 // Reference implementations: the oracle for every other entry, and the last entry of every list
 // (they take any block size and any N:M).
@@ -92,24 +129,28 @@ SddmmFn sddmm;
 NmFwdFn nm_fwd;
 NmSddmmFn nm_sddmm;
 NmBwdDataFn nm_bwd_data;
+PackRowsFnT<Bf16> pack_rows_bf16;
+SpmmFwdFnT<Bf16> spmm_fwd_bf16;
+CsrBackwardFnT<Bf16> csr_backward_bf16;
+SddmmFnT<Bf16> sddmm_bf16;
+NmFwdFnT<Bf16> nm_fwd_bf16;
+NmSddmmFnT<Bf16> nm_sddmm_bf16;
+NmBwdDataFnT<Bf16> nm_bwd_data_bf16;
 }  // namespace ref
 
 // Vector implementations, one per specialization: _csr takes block 1 only, _bcsr<b> b x b blocks
 // only; nm_fwd_n2 takes N = 2 only, nm_fwd_any any N:M; nm_bwd_data_buckets takes M <= 4 only
 // (rows bucketed by kept pattern, NmTransposedView), nm_bwd_data_any any M. csr_backward takes
-// CSR only. The lists (spmm_list.cpp) choose among them.
-#define SPARSETRAIN_DECLARE_ISA_KERNELS(isa)                               \
-  namespace isa {                                                          \
-  PackRowsFn pack_rows;                                                    \
-  SpmmFwdFn spmm_fwd_csr, spmm_fwd_bcsr4, spmm_fwd_bcsr8, spmm_fwd_bcsr16; \
-  CsrBackwardFn csr_backward;                                              \
-  SddmmFn sddmm_csr, sddmm_bcsr4, sddmm_bcsr8, sddmm_bcsr16;               \
-  NmFwdFn nm_fwd_n2, nm_fwd_any;                                           \
-  NmSddmmFn nm_sddmm;                                                      \
-  NmBwdDataFn nm_bwd_data_buckets, nm_bwd_data_any;                        \
-  }
-SPARSETRAIN_DECLARE_ISA_KERNELS(avx2)
-SPARSETRAIN_DECLARE_ISA_KERNELS(avx512)
-#undef SPARSETRAIN_DECLARE_ISA_KERNELS
+// CSR only. The lists (spmm_list.cpp) choose among them. The bf16 entries of avx512 and avx2
+// widen bf16 to float32 as they load and multiply in float32.
+namespace avx2 {
+SPARSETRAIN_DECLARE_KERNELS(float, )
+SPARSETRAIN_DECLARE_KERNELS(Bf16, _bf16)
+}  // namespace avx2
+namespace avx512 {
+SPARSETRAIN_DECLARE_KERNELS(float, )
+SPARSETRAIN_DECLARE_KERNELS(Bf16, _bf16)
+}  // namespace avx512
+#undef SPARSETRAIN_DECLARE_KERNELS
 
 }  // namespace sparsetrain

@@ -15,6 +15,11 @@ void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x,
 
 void linear_forward_from(const SparseWeight& w, const float* bias, int64_t tokens, const TokenRows& x, MatrixView y,
                          LinearWorkspace& ws) {
+  if (ws.precision == Precision::Bf16) {
+    pack_tokens_from(tokens, w.cols(), x, ws.x16);
+    w.forward_bf16(ws.x16, bias, y);
+    return;
+  }
   pack_tokens_from(tokens, w.cols(), x, ws.x);
   w.forward(ws.x, bias, y);
 }
@@ -29,11 +34,22 @@ void linear_backward(const SparseWeight& w, ConstMatrixView dy, LinearWorkspace&
 void linear_backward_from(const SparseWeight& w, int64_t tokens, const TokenRows& dy, LinearWorkspace& ws,
                           MatrixView dx, float* dvalues, float* dbias, bool accumulate) {
   thread_local PackedTokens packed_dy;
+  thread_local PackedTokensBf16 packed_dy16;
   thread_local std::vector<float> tile_sums;
-  if (dbias != nullptr) tile_sums.resize(static_cast<std::size_t>((tokens + kTokenTile - 1) / kTokenTile * w.rows()));
-  pack_tokens_from(tokens, w.rows(), dy, packed_dy, dbias != nullptr ? tile_sums.data() : nullptr);
-  w.backward(packed_dy, ws.x, dx, dvalues, accumulate);
-  if (dbias != nullptr) bias_grad(tile_sums.data(), packed_dy.tiles, packed_dy.features, dbias, accumulate);
+  const int64_t tiles = (tokens + kTokenTile - 1) / kTokenTile;
+  float* sums = nullptr;
+  if (dbias != nullptr) {
+    tile_sums.resize(static_cast<std::size_t>(tiles * w.rows()));
+    sums = tile_sums.data();
+  }
+  if (ws.precision == Precision::Bf16) {
+    pack_tokens_from(tokens, w.rows(), dy, packed_dy16, sums);
+    w.backward_bf16(packed_dy16, ws.x16, dx, dvalues, accumulate);
+  } else {
+    pack_tokens_from(tokens, w.rows(), dy, packed_dy, sums);
+    w.backward(packed_dy, ws.x, dx, dvalues, accumulate);
+  }
+  if (dbias != nullptr) bias_grad(sums, tiles, w.rows(), dbias, accumulate);
 }
 
 void linear_dense_weight_grad(ConstMatrixView dy, ConstMatrixView x, MatrixView dw) {

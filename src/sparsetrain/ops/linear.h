@@ -7,14 +7,20 @@
 // that every layer shares (dY is needed only during the call; per-layer copies would add up to
 // more memory than the sparse weights). RigL's dense gradient is a separate call
 // so it can only run on the steps that ask for it.
+#include "sparsetrain/core/precision.h"
 #include "sparsetrain/core/tensor.h"
 #include "sparsetrain/formats/sparse_weight.h"
 #include "sparsetrain/kernels/packed_tokens.h"
 
 namespace sparsetrain {
 
+// In bf16 (mixed precision) X and dY are packed into bf16 and the weight's passes read its bf16
+// copy (SparseWeight::refresh_bf16, which the caller keeps current); outputs and gradients stay
+// float32.
 struct LinearWorkspace {
-  PackedTokens x;  // packed input, kept from forward for backward-weights
+  Precision precision = Precision::Fp32;
+  PackedTokens x;        // packed input, kept from forward for backward-weights
+  PackedTokensBf16 x16;  // the same in bf16
 };
 
 // Y = X W^T + bias (bias may be null).

@@ -1,6 +1,13 @@
-// Every sparse format x every ISA path the machine has x the three linear passes, against a
-// float64 dense reference: odd shapes, one token, empty rows and columns, sparsity 0 and 1,
-// NaN-poisoned outputs, outputs large enough to be streamed, overwrite and accumulate modes.
+// Every sparse format x every ISA path the machine has x the three linear passes x float32 and
+// bf16, against a float64 dense reference: odd shapes, one token, empty rows and columns, sparsity
+// 0 and 1, NaN-poisoned outputs, outputs large enough to be streamed, overwrite and accumulate
+// modes.
+//
+// In bf16 the reference takes the operands rounded to bf16 (X, W, dY; not the bias). A product
+// of two bf16 values is exact in float32 (8 + 8 significand bits), so the kernels' only error is
+// float32 summation, and the float32 tolerance applies unchanged: operands that were not rounded
+// (or rounded otherwise than to nearest even) would be off by up to 2^-9 of the terms' sum, far
+// outside it.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -12,8 +19,11 @@
 #include <vector>
 
 #include "layer_ops_testing.h"
+#include "sparsetrain/core/bf16.h"
+#include "sparsetrain/core/error.h"
 #include "sparsetrain/core/isa.h"
 #include "sparsetrain/core/philox.h"
+#include "sparsetrain/core/precision.h"
 #include "sparsetrain/formats/random_mask.h"
 #include "sparsetrain/formats/sparse_weight.h"
 #include "sparsetrain/kernels/kernel_list.h"
@@ -55,13 +65,23 @@ void PrintTo(const Case& c, std::ostream* os) { *os << name_of(c); }
 
 // The implementation `kernel` must have run for format f on isa: the reference, or the vector
 // entry of f's block size or N:M pattern (kernels/spmm_list.cpp).
-std::string impl_of(const std::string& kernel, const FormatSpec& f, CpuIsa isa) {
-  if (isa == CpuIsa::Ref) return kernel + "_ref";
+// bf16 kernels carry a _bf16 suffix: spmm_fwd_bf16, its entries spmm_fwd_csr_bf16_avx512 ...
+std::string impl_of(const std::string& kernel, const FormatSpec& f, CpuIsa isa, Precision precision) {
+  const std::string sfx = precision == Precision::Bf16 ? "_bf16" : "";
+  if (isa == CpuIsa::Ref) return kernel + sfx + "_ref";
   std::string variant;
   if (kernel == "spmm_fwd" || kernel == "sddmm") variant = "_" + f.name();
   if (kernel == "nm_fwd") variant = f.n == 2 ? "_n2" : "_any";
   if (kernel == "nm_bwd_data") variant = f.m <= 4 ? "_buckets" : "_any";
-  return fmt::format("{}{}_{}", kernel, variant, isa_name(isa));
+  return fmt::format("{}{}{}_{}", kernel, variant, sfx, isa_name(isa));
+}
+
+// The operand as the kernels of `precision` multiply it.
+Matrix operand(const Matrix& m, Precision precision) {
+  Matrix r = m.clone();
+  if (precision == Precision::Bf16)
+    for (int64_t i = 0; i < r.size(); ++i) r.data()[i] = round_bf16(r.data()[i]);
+  return r;
 }
 
 Mask make_mask(const Case& c, const FormatSpec& f, uint64_t seed) {
@@ -75,8 +95,8 @@ Mask make_mask(const Case& c, const FormatSpec& f, uint64_t seed) {
   return mask;
 }
 
-void run_case(const Case& c, CpuIsa isa) {
-  SCOPED_TRACE(fmt::format("{} isa={}", name_of(c), isa_name(isa)));
+void run_case(const Case& c, CpuIsa isa, Precision precision) {
+  SCOPED_TRACE(fmt::format("{} isa={} precision={}", name_of(c), isa_name(isa), precision_name(precision)));
   const FormatSpec format = FormatSpec::parse(c.format, "test");
   const uint64_t seed = static_cast<uint64_t>(c.rows * 1000003 + c.cols * 101 + c.tokens);
   Matrix x(c.tokens, c.cols), dense(c.rows, c.cols), dy(c.tokens, c.rows), bias(1, c.rows);
@@ -87,30 +107,36 @@ void run_case(const Case& c, CpuIsa isa) {
   const Mask mask = make_mask(c, format, seed);
   auto w = SparseWeight::from_dense(format, dense, mask);
   w->validate();
-  const Matrix wd = w->to_dense();  // the weight the kernels see (pruned = 0)
+  const Matrix wd = operand(w->to_dense(), precision);  // the weight the kernels see (pruned = 0)
+  const Matrix xr = operand(x, precision), dyr = operand(dy, precision);
+  const std::string sfx = precision == Precision::Bf16 ? "_bf16" : "";
+  auto expect_ran = [&](const std::string& kernel) {
+    ASSERT_EQ(last_dispatch(kernel + sfx), impl_of(kernel, format, isa, precision))
+        << "the path under test did not run";
+  };
 
   Matrix y(c.tokens, c.rows, kNaN), dx(c.tokens, c.cols, kNaN);
   const std::size_t nvalues = w->values().size();
   std::vector<float> dvalues(nvalues, kNaN), dbias(c.rows, kNaN);
   LinearWorkspace ws;
+  ws.precision = precision;
+  if (precision == Precision::Bf16) w->refresh_bf16();
   linear_forward(*w, bias.data(), x, y, ws);
   linear_backward(*w, dy, ws, dx, dvalues.data(), dbias.data());
   const bool nm = format.kind == FormatKind::NM;
   const bool csr = !nm && format.block == 1;
   for (std::string kernel :
        {nm ? "nm_fwd" : "spmm_fwd", nm ? "nm_sddmm" : (csr ? "csr_backward" : "sddmm"), "pack_rows"})
-    ASSERT_EQ(last_dispatch(kernel), impl_of(kernel, format, isa)) << "the path under test did not run";
-  if (nm) {
-    ASSERT_EQ(last_dispatch("nm_bwd_data"), impl_of("nm_bwd_data", format, isa)) << "the path under test did not run";
-  }
+    expect_ran(kernel);
+  if (nm) expect_ran("nm_bwd_data");
 
   int64_t nonzero_outputs = 0;
   for (int64_t t = 0; t < c.tokens; ++t)
     for (int64_t r = 0; r < c.rows; ++r) {
       double want = bias.at(0, r), abs_sum = std::fabs(want);
       for (int64_t k = 0; k < c.cols; ++k) {
-        want += static_cast<double>(x.at(t, k)) * wd.at(r, k);
-        abs_sum += std::fabs(static_cast<double>(x.at(t, k)) * wd.at(r, k));
+        want += static_cast<double>(xr.at(t, k)) * wd.at(r, k);
+        abs_sum += std::fabs(static_cast<double>(xr.at(t, k)) * wd.at(r, k));
       }
       expect_close(y.at(t, r), want, abs_sum, c.cols + 1, "forward Y[" + std::to_string(t) + "," + std::to_string(r) + "]");
       nonzero_outputs += y.at(t, r) != bias.at(0, r);
@@ -119,8 +145,8 @@ void run_case(const Case& c, CpuIsa isa) {
     for (int64_t k = 0; k < c.cols; ++k) {
       double want = 0, abs_sum = 0;
       for (int64_t r = 0; r < c.rows; ++r) {
-        want += static_cast<double>(dy.at(t, r)) * wd.at(r, k);
-        abs_sum += std::fabs(static_cast<double>(dy.at(t, r)) * wd.at(r, k));
+        want += static_cast<double>(dyr.at(t, r)) * wd.at(r, k);
+        abs_sum += std::fabs(static_cast<double>(dyr.at(t, r)) * wd.at(r, k));
       }
       expect_close(dx.at(t, k), want, abs_sum, c.rows, "backward-data dX[" + std::to_string(t) + "," + std::to_string(k) + "]");
     }
@@ -134,8 +160,8 @@ void run_case(const Case& c, CpuIsa isa) {
       if (!mask.at(r, k)) continue;
       double want = 0, abs_sum = 0;
       for (int64_t t = 0; t < c.tokens; ++t) {
-        want += static_cast<double>(dy.at(t, r)) * x.at(t, k);
-        abs_sum += std::fabs(static_cast<double>(dy.at(t, r)) * x.at(t, k));
+        want += static_cast<double>(dyr.at(t, r)) * xr.at(t, k);
+        abs_sum += std::fabs(static_cast<double>(dyr.at(t, r)) * xr.at(t, k));
       }
       expect_close(dwd.at(r, k), want, abs_sum, c.tokens, "backward-weights dW[" + std::to_string(r) + "," + std::to_string(k) + "]");
     }
@@ -187,9 +213,7 @@ void run_case(const Case& c, CpuIsa isa) {
   for (std::size_t i = 0; i < nvalues; ++i) acc[i] = 0.25f * static_cast<float>(i % 7);
   for (int64_t r = 0; r < c.rows; ++r) acc_bias[r] = 1.0f;
   linear_backward(*w, dy, ws, MatrixView{}, acc.data(), acc_bias.data(), true);  // weights only
-  if (!nm) {
-    ASSERT_EQ(last_dispatch("sddmm"), impl_of("sddmm", format, isa));
-  }
+  if (!nm) expect_ran("sddmm");
   // Two float32 sums, in different orders, of c.tokens products no larger than 1.5 * 1.5.
   const double order_tol = 2.0 * static_cast<double>(c.tokens) * 1.2e-7 * 2.25;
   for (std::size_t i = 0; i < nvalues; ++i)
@@ -231,23 +255,43 @@ std::vector<Case> cases() {
   return all;
 }
 
-// One test per case and usable ISA, e.g. --gtest_filter='*/bcsr8_37x53_T67_s90_avx2'.
-class LinearPasses : public ::testing::TestWithParam<std::tuple<Case, CpuIsa>> {};
+// One test per case, usable ISA and precision, e.g. --gtest_filter='*/bcsr8_37x53_T67_s90_avx2_bf16'.
+class LinearPasses : public ::testing::TestWithParam<std::tuple<Case, CpuIsa, Precision>> {};
 
 TEST_P(LinearPasses, MatchFloat64Reference) {
-  const auto& [c, isa] = GetParam();
+  const auto& [c, isa, precision] = GetParam();
   const layer_testing::IsaCap cap(isa);
-  run_case(c, isa);
+  run_case(c, isa, precision);
 }
 
-std::string test_name(const ::testing::TestParamInfo<std::tuple<Case, CpuIsa>>& param_info) {
-  return fmt::format("{}_{}", name_of(std::get<0>(param_info.param)), isa_name(std::get<1>(param_info.param)));
+std::string test_name(const ::testing::TestParamInfo<std::tuple<Case, CpuIsa, Precision>>& param_info) {
+  return fmt::format("{}_{}_{}", name_of(std::get<0>(param_info.param)), isa_name(std::get<1>(param_info.param)),
+                     precision_name(std::get<2>(param_info.param)));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryFormatEveryIsa, LinearPasses,
                          ::testing::Combine(::testing::ValuesIn(cases()),
-                                            ::testing::ValuesIn(layer_testing::usable_isas())),
+                                            ::testing::ValuesIn(layer_testing::usable_isas()),
+                                            ::testing::Values(Precision::Fp32, Precision::Bf16)),
                          test_name);
+
+// The bf16 copy must follow the structure: a copy older than it is refused by name.
+TEST(LinearOps, StaleBf16CopyIsRefused) {
+  const FormatSpec format = FormatSpec::parse("csr", "test");
+  Matrix dense(8, 8, 1.0f), x(3, 8, 1.0f), y(3, 8);
+  Mask mask = random_mask(format, 8, 8, 0.5, Philox(1, "mask"));
+  auto w = SparseWeight::from_dense(format, dense, mask);
+  w->refresh_bf16();
+  w->update_mask(random_mask(format, 8, 8, 0.75, Philox(2, "mask")));
+  LinearWorkspace ws;
+  ws.precision = Precision::Bf16;
+  try {
+    linear_forward(*w, nullptr, x, y, ws);
+    FAIL() << "a stale bf16 copy was used";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("refresh_bf16"), std::string::npos) << e.what();
+  }
+}
 
 // Cases exist only for the ISAs this machine and build run; the others are reported as skipped.
 TEST(LinearOps, IsasThisMachineCannotRunAreSkipped) {

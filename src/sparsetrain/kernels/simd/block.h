@@ -3,6 +3,7 @@
 // namespace, after `struct Simd` is defined. Nothing here is ISA-specific.
 #pragma once
 
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -10,8 +11,8 @@ namespace sparsetrain::SPARSETRAIN_SIMD_NS {
 
 // Block b x b forward for one block-row: R rows x NVS vectors of accumulators per pass;
 // between() runs after every pass.
-template <int B, typename Between>
-inline void block_row_fwd(const BlockSparseView& w, const float* xp, int64_t br, float* stage, Between&& between) {
+template <int B, typename E, typename Between>
+inline void block_row_fwd(const BlockSparseViewT<E>& w, const E* xp, int64_t br, float* stage, Between&& between) {
   constexpr int kAcc = W == 16 ? 16 : 8;
   constexpr int R = std::min(B, W == 16 ? 8 : 4);
   constexpr int NVS = std::min(NV, kAcc / R);
@@ -22,13 +23,13 @@ inline void block_row_fwd(const BlockSparseView& w, const float* xp, int64_t br,
       for (int i = 0; i < R; ++i)
         for (int s = 0; s < NVS; ++s) acc[i][s] = Simd::zero();
       for (int32_t k = begin; k < end; ++k) {
-        const float* xb = xp + static_cast<int64_t>(w.col[k]) * kTokenTile + v0 * W;
-        const float* wb = w.values + static_cast<int64_t>(k) * B * B + i0 * B;
+        const E* xb = xp + static_cast<int64_t>(w.col[k]) * kTokenTile;
+        const E* wb = w.values + static_cast<int64_t>(k) * B * B + i0 * B;
         for (int j = 0; j < B; ++j) {
           V xv[NVS];
-          for (int s = 0; s < NVS; ++s) xv[s] = Simd::load(xb + j * kTokenTile + s * W);
+          for (int s = 0; s < NVS; ++s) xv[s] = load_tokens(xb + j * kTokenTile, v0 + s);
           for (int i = 0; i < R; ++i) {
-            V wv = Simd::bcast(wb[i * B + j]);
+            V wv = Simd::bcast(to_float(wb[i * B + j]));
             for (int s = 0; s < NVS; ++s) acc[i][s] = Simd::fma(wv, xv[s], acc[i][s]);
           }
         }
@@ -60,8 +61,8 @@ inline void store_pending_slice(PendingRows& p, const float* bias, MatrixView y)
   store_transposed(p.stage + tb, p.rows, p.r0, std::min(W, p.valid - tb), bias, y, p.t0 + tb);
 }
 
-template <int B>
-void block_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
+template <int B, typename E>
+void block_fwd(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y, Range tiles,
                Range block_rows) {
   // Small blocks compute several block-rows per group so the transposed store sees whole groups
   // of W rows; two stage buffers let one group drain while the next is computed.
@@ -71,7 +72,7 @@ void block_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bia
   auto drain = [&] { store_pending_slice(pending, bias, y); };
   int cur = 0;
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
-    const float* xp = x.tile(tile);
+    const E* xp = x.tile(tile);
     const int valid = tile_tokens(x, tile);
     for (int64_t br0 = block_rows.begin; br0 < block_rows.end; br0 += kGroup) {
       const int n = static_cast<int>(std::min<int64_t>(kGroup, block_rows.end - br0));
@@ -140,18 +141,32 @@ inline V pair_sums(V a, V b) {
                    pick_lanes<true>(a, b, std::make_index_sequence<W>{}));
 }
 
-// P (1 or 2) consecutive X values of one feature broadcast to every P-lane unit; a pair travels
-// as one double so it stays a single broadcast load.
+// P (1 or 2) consecutive X values of one feature, tokens t .. t + P - 1 of a tile line (t a
+// multiple of P), broadcast to every P-lane unit; a pair travels as one double so it stays a
+// single broadcast load. A bf16 pair is adjacent in its line too (bf16_slot keeps runs of 4).
 template <int P>
-inline V bcast_units(const float* p) {
+inline V bcast_units(const float* line, int t) {
   static_assert(P == 1 || P == 2);
   if constexpr (P == 1) {
-    return Simd::bcast(*p);
+    return Simd::bcast(line[t]);
   } else {
     typedef double Pairs __attribute__((vector_size(sizeof(V))));
     double pair;
-    std::memcpy(&pair, p, sizeof(pair));
+    std::memcpy(&pair, line + t, sizeof(pair));
     return reinterpret_cast<V>(pair - Pairs{});
+  }
+}
+template <int P>
+inline V bcast_units(const Bf16* line, int t) {
+  static_assert(P == 1 || P == 2);
+  if constexpr (P == 1) {
+    return Simd::bcast(to_float(line[bf16_slot(t)]));
+  } else {
+    typedef double Pairs __attribute__((vector_size(sizeof(V))));
+    uint32_t bits;
+    std::memcpy(&bits, line + bf16_slot(t), sizeof(bits));
+    const uint64_t widened = (static_cast<uint64_t>(bits & 0xffff0000u) << 32) | (bits << 16);
+    return reinterpret_cast<V>(std::bit_cast<double>(widened) - Pairs{});
   }
 }
 
@@ -160,16 +175,16 @@ inline void add_block_vector(float* dst, V v, bool overwrite) {
 }
 
 // dyt[(g * HB + h) * W + i * P + p] = dY[row0 + h * RB + i][(g * P + p) in tiles t0 ..].
-template <int B>
-inline void transpose_dy_rows(const PackedTokens& dy, int64_t row0, int64_t t0, int64_t t1, float* dyt) {
+template <int B, typename E>
+inline void transpose_dy_rows(const PackedTokensT<E>& dy, int64_t row0, int64_t t0, int64_t t1, float* dyt) {
   using S = SddmmShape<B>;
   for (int64_t tile = t0; tile < t1; ++tile) {
-    const float* src = dy.tile(tile) + row0 * kTokenTile;
+    const E* src = dy.tile(tile) + row0 * kTokenTile;
     float* dst = dyt + (tile - t0) * S::G * S::HB * W;
     for (int tq = 0; tq < kTokenTile; tq += W)
       for (int h = 0; h < S::HB; ++h) {
         V v[S::RB];
-        for (int i = 0; i < S::RB; ++i) v[i] = Simd::load(src + (h * S::RB + i) * kTokenTile + tq);
+        for (int i = 0; i < S::RB; ++i) v[i] = load_tokens(src + (h * S::RB + i) * kTokenTile, tq / W);
         transpose_units<S::P>(v);
         for (int c = 0; c < S::RB; ++c) Simd::store(dst + ((tq / S::P + c) * S::HB + h) * W, v[c]);
       }
@@ -177,15 +192,15 @@ inline void transpose_dy_rows(const PackedTokens& dy, int64_t row0, int64_t t0, 
 }
 
 // Row group h, column group jb of NBk blocks (first columns cols[n], values dst[n]) over the chunk.
-template <int B, int NBk>
-inline void block_sddmm_pass(const PackedTokens& x, const int32_t* cols, int h, int jb, const float* dyt, int64_t t0,
-                             int64_t t1, float* const* dst, bool overwrite) {
+template <int B, int NBk, typename E>
+inline void block_sddmm_pass(const PackedTokensT<E>& x, const int32_t* cols, int h, int jb, const float* dyt,
+                             int64_t t0, int64_t t1, float* const* dst, bool overwrite) {
   using S = SddmmShape<B>;
   V acc[NBk][S::JB];
   for (int n = 0; n < NBk; ++n)
     for (int j = 0; j < S::JB; ++j) acc[n][j] = Simd::zero();
   for (int64_t tile = t0; tile < t1; ++tile) {
-    const float* xs[NBk];
+    const E* xs[NBk];
     for (int n = 0; n < NBk; ++n) xs[n] = x.tile(tile) + static_cast<int64_t>(cols[n] + jb * S::JB) * kTokenTile;
     const float* d = dyt + (tile - t0) * S::G * S::HB * W + h * W;
     for (int g = 0; g < S::G; ++g) {
@@ -194,7 +209,7 @@ inline void block_sddmm_pass(const PackedTokens& x, const int32_t* cols, int h, 
       for (int n = 0; n < NBk; ++n)
 #pragma GCC unroll 16
         for (int j = 0; j < S::JB; ++j)
-          acc[n][j] = Simd::fma(bcast_units<S::P>(xs[n] + j * kTokenTile + g * S::P), dv, acc[n][j]);
+          acc[n][j] = Simd::fma(bcast_units<S::P>(xs[n] + j * kTokenTile, g * S::P), dv, acc[n][j]);
     }
   }
   for (int n = 0; n < NBk; ++n) {
@@ -211,8 +226,8 @@ inline void block_sddmm_pass(const PackedTokens& x, const int32_t* cols, int h, 
 }
 
 // Blocks [k, end) of one block-row, NBk at a time, then the rest in smaller groups.
-template <int B, int NBk>
-inline void block_sddmm_blocks(const BlockSparseView& w, const PackedTokens& x, int32_t k, int32_t end,
+template <int B, int NBk, typename E>
+inline void block_sddmm_blocks(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, int32_t k, int32_t end,
                                const float* dyt, int64_t t0, int64_t t1, float* dvalues, bool overwrite) {
   using S = SddmmShape<B>;
   for (; k + NBk <= end; k += NBk) {
@@ -227,20 +242,20 @@ inline void block_sddmm_blocks(const BlockSparseView& w, const PackedTokens& x, 
 // Blocks whose b x b entries fill exactly one vector (4 x 4 on AVX-512) would need a 128-bit
 // broadcast, a shuffle per FMA, in the outer-product form; they take dot products over tokens
 // instead (b dY and b X loads feed b^2 FMAs) and one lane reduction per block and chunk.
-template <int B>
-inline void block_sddmm_dots(const PackedTokens& dy, const PackedTokens& x, int64_t br, const int32_t* cols,
+template <int B, typename E>
+inline void block_sddmm_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, int64_t br, const int32_t* cols,
                              int32_t count, int64_t t0, int64_t t1, float* dst, bool overwrite) {
   static_assert(B * B == W);
   for (int32_t k = 0; k < count; ++k) {
     V acc[W];
     for (int e = 0; e < W; ++e) acc[e] = Simd::zero();
     for (int64_t tile = t0; tile < t1; ++tile) {
-      const float* d = dy.tile(tile) + br * B * kTokenTile;
-      const float* xc = x.tile(tile) + static_cast<int64_t>(cols[k]) * kTokenTile;
+      const E* d = dy.tile(tile) + br * B * kTokenTile;
+      const E* xc = x.tile(tile) + static_cast<int64_t>(cols[k]) * kTokenTile;
       for (int v = 0; v < NV; ++v) {
         V dv[B], xv[B];
-        for (int i = 0; i < B; ++i) dv[i] = Simd::load(d + i * kTokenTile + v * W);
-        for (int j = 0; j < B; ++j) xv[j] = Simd::load(xc + j * kTokenTile + v * W);
+        for (int i = 0; i < B; ++i) dv[i] = load_tokens(d + i * kTokenTile, v);
+        for (int j = 0; j < B; ++j) xv[j] = load_tokens(xc + j * kTokenTile, v);
         for (int i = 0; i < B; ++i)
           for (int j = 0; j < B; ++j) acc[i * B + j] = Simd::fma(dv[i], xv[j], acc[i * B + j]);
       }
@@ -257,11 +272,11 @@ inline void block_sddmm_dots(const PackedTokens& dy, const PackedTokens& x, int6
 inline constexpr int64_t kSddmmPanelBytes = 512 * 1024;
 inline constexpr int64_t kSddmmTiles = 4;
 
-template <int B>
-void block_sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+template <int B, typename E>
+void block_sddmm(const BlockSparseViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues,
                  bool accumulate, Range block_rows) {
   using S = SddmmShape<B>;
-  constexpr int64_t kFeatureBytes = kTokenTile * sizeof(float);
+  constexpr int64_t kFeatureBytes = kTokenTile * sizeof(E);
   const int64_t panel = std::max<int64_t>(x.features_padded, 1) * kFeatureBytes;  // X bytes per tile
   int64_t chunk = std::max<int64_t>(1, kSddmmPanelBytes / panel);
   int64_t slice = x.features_padded;

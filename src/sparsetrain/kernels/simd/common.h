@@ -23,7 +23,13 @@ inline void store_line(float* dst, V v, bool stream) {
     Simd::storeu(dst, v);
 }
 
-inline int tile_tokens(const PackedTokens& p, int64_t tile) {
+// Vector v (tokens v * W .. v * W + W - 1) of a packed tile line, as float32. A bf16 line is
+// widened in register (its token order, packed_tokens.h, is undone by the unpack that widens it).
+inline V load_tokens(const float* line, int v) { return Simd::load(line + v * W); }
+inline V load_tokens(const Bf16* line, int v) { return Simd::load_bf16(line, v); }
+
+template <typename P>
+inline int tile_tokens(const P& p, int64_t tile) {
   return static_cast<int>(std::min<int64_t>(kTokenTile, p.tokens - tile * kTokenTile));
 }
 
@@ -53,9 +59,8 @@ inline void store_transposed(const float* stage, int nrows, int64_t r0, int vali
 // One CSR-like row: out[0..64) = sum_k val(k) * xp[col(k)] over `count` entries. Two independent
 // accumulator sets when a tile is only 4 vectors keep 8 FMA chains in flight.
 // With accumulate, the sum is added to what out holds.
-template <typename ColOf>
-inline void row_dot(const float* xp, const float* val, int64_t count, ColOf col_of, float* out,
-                    bool accumulate = false) {
+template <typename E, typename ColOf>
+inline void row_dot(const E* xp, const E* val, int64_t count, ColOf col_of, float* out, bool accumulate = false) {
   constexpr bool kTwoSets = NV < 8;
   V a[NV], c[NV];
   for (int v = 0; v < NV; ++v) {
@@ -65,27 +70,28 @@ inline void row_dot(const float* xp, const float* val, int64_t count, ColOf col_
   int64_t k = 0;
   if constexpr (kTwoSets) {
     for (; k + 1 < count; k += 2) {
-      V w0 = Simd::bcast(val[k]);
-      V w1 = Simd::bcast(val[k + 1]);
-      const float* x0 = xp + static_cast<int64_t>(col_of(k)) * kTokenTile;
-      const float* x1 = xp + static_cast<int64_t>(col_of(k + 1)) * kTokenTile;
+      V w0 = Simd::bcast(to_float(val[k]));
+      V w1 = Simd::bcast(to_float(val[k + 1]));
+      const E* x0 = xp + static_cast<int64_t>(col_of(k)) * kTokenTile;
+      const E* x1 = xp + static_cast<int64_t>(col_of(k + 1)) * kTokenTile;
       for (int v = 0; v < NV; ++v) {
-        a[v] = Simd::fma(w0, Simd::load(x0 + v * W), a[v]);
-        c[v] = Simd::fma(w1, Simd::load(x1 + v * W), c[v]);
+        a[v] = Simd::fma(w0, load_tokens(x0, v), a[v]);
+        c[v] = Simd::fma(w1, load_tokens(x1, v), c[v]);
       }
     }
   }
   for (; k < count; ++k) {
-    V w0 = Simd::bcast(val[k]);
-    const float* x0 = xp + static_cast<int64_t>(col_of(k)) * kTokenTile;
-    for (int v = 0; v < NV; ++v) a[v] = Simd::fma(w0, Simd::load(x0 + v * W), a[v]);
+    V w0 = Simd::bcast(to_float(val[k]));
+    const E* x0 = xp + static_cast<int64_t>(col_of(k)) * kTokenTile;
+    for (int v = 0; v < NV; ++v) a[v] = Simd::fma(w0, load_tokens(x0, v), a[v]);
   }
   for (int v = 0; v < NV; ++v) Simd::store(out + v * W, kTwoSets ? Simd::add(a[v], c[v]) : a[v]);
 }
 
 // Tiles per chunk so the chunk's packed panel of `features` rows stays in L2.
-inline int64_t tiles_per_chunk(const PackedTokens& p) {
-  int64_t panel = p.features_padded * kTokenTile * static_cast<int64_t>(sizeof(float));
+template <typename E>
+inline int64_t tiles_per_chunk(const PackedTokensT<E>& p) {
+  int64_t panel = p.features_padded * kTokenTile * static_cast<int64_t>(sizeof(E));
   return std::max<int64_t>(1, kL2Budget / std::max<int64_t>(panel, 1));
 }
 
@@ -101,21 +107,22 @@ inline void add_lanes(float* dst, V v, int n, bool overwrite) {
 }
 
 // W entries of one row r: lane j = sum over tiles [t0, t1) of dy[r] . x[cols[j]].
-inline V row_group_dots(const PackedTokens& dy, const PackedTokens& x, int64_t r, const int32_t* cols, int64_t t0,
-                        int64_t t1) {
+template <typename E>
+inline V row_group_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, int64_t r, const int32_t* cols,
+                        int64_t t0, int64_t t1) {
   V acc[W];
   for (int j = 0; j < W; ++j) acc[j] = Simd::zero();
   for (int64_t tile = t0; tile < t1; ++tile) {
-    const float* d = dy.tile(tile) + r * kTokenTile;
-    const float* xp = x.tile(tile);
+    const E* d = dy.tile(tile) + r * kTokenTile;
+    const E* xp = x.tile(tile);
     V dv[NV];
-    for (int v = 0; v < NV; ++v) dv[v] = Simd::load(d + v * W);
-    // Fully unrolled so the W accumulators stay in registers (GCC keeps them on the stack otherwise).
+    for (int v = 0; v < NV; ++v) dv[v] = load_tokens(d, v);
+      // Fully unrolled so the W accumulators stay in registers (GCC keeps them on the stack otherwise).
 #pragma GCC unroll 16
     for (int j = 0; j < W; ++j) {
-      const float* xc = xp + static_cast<int64_t>(cols[j]) * kTokenTile;
+      const E* xc = xp + static_cast<int64_t>(cols[j]) * kTokenTile;
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[j] = Simd::fma(dv[v], Simd::load(xc + v * W), acc[j]);
+      for (int v = 0; v < NV; ++v) acc[j] = Simd::fma(dv[v], load_tokens(xc, v), acc[j]);
     }
   }
   return Simd::reduce_lanes(acc);
@@ -123,8 +130,8 @@ inline V row_group_dots(const PackedTokens& dy, const PackedTokens& x, int64_t r
 
 // SDDMM over rows whose entries are a flat list: entry k of row r has column col_of(r, k) and
 // value slot first(r) + k. Used by CSR and N:M.
-template <typename Count, typename First, typename ColOf>
-void rowlist_sddmm(const PackedTokens& dy, const PackedTokens& x, float* dvalues, bool accumulate, Range rows,
+template <typename E, typename Count, typename First, typename ColOf>
+void rowlist_sddmm(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues, bool accumulate, Range rows,
                    Count count, First first, ColOf col_of) {
   const int64_t chunk = tiles_per_chunk(x);
   for (int64_t t0 = 0; t0 < x.tiles; t0 += chunk) {

@@ -15,9 +15,9 @@ struct EntryRange {
 // then writes them token-major (plus bias). For a sliced pattern the rows visit one column slice
 // after another, so each slice of the gathered operand stays in L2; partial sums wait in a
 // per-thread buffer and `accumulate` says to add to them.
-template <int NT, typename RowFn>
-inline void csr_rows(const BlockSparseView& w, Range rows, int64_t tile, const PackedTokens& p, const float* bias,
-                     MatrixView y, RowFn row_fn) {
+template <int NT, typename E, typename RowFn>
+inline void csr_rows(const BlockSparseViewT<E>& w, Range rows, int64_t tile, const PackedTokensT<E>& p,
+                     const float* bias, MatrixView y, RowFn row_fn) {
   const int64_t slices = w.slice_ptr != nullptr ? w.slices() : 1;
   auto store = [&](const float* staged, int64_t stride, int64_t r0, int n) {
     for (int c = 0; c < NT; ++c)
@@ -51,10 +51,11 @@ inline void csr_rows(const BlockSparseView& w, Range rows, int64_t tile, const P
   }
 }
 
-inline void csr_fwd(const BlockSparseView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles,
-                    Range rows) {
+template <typename E>
+inline void csr_fwd(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y,
+                    Range tiles, Range rows) {
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
-    const float* xp = x.tile(tile);
+    const E* xp = x.tile(tile);
     csr_rows<1>(w, rows, tile, x, bias, y, [&](int64_t, EntryRange e, float* out, int64_t, bool accumulate) {
       row_dot(xp, w.values + e.begin, e.end - e.begin, [col = w.col + e.begin](int64_t k) { return col[k]; }, out,
               accumulate);
@@ -68,63 +69,67 @@ inline void csr_fwd(const BlockSparseView& w, const PackedTokens& x, const float
 // Two tiles per pass halve the lane reductions and the streaming of W^T's structure and
 // gradient; X[k] is read from L1 by the FMAs so the 2 x 4 dX accumulators and the 16 gradient
 // accumulators fit the 32 AVX-512 registers. Full groups are unrolled without tests.
-template <bool kFull, int NT>
-inline void backward_group(const float* const* dyp, const float* const* xk, const int32_t* col, const float* val,
-                           int count, V (*dxa)[NV], float* dwt, bool overwrite) {
+template <bool kFull, int NT, typename E>
+inline void backward_group(const E* const* dyp, const E* const* xk, const int32_t* col, const E* val, int count,
+                           V (*dxa)[NV], float* dwt, bool overwrite) {
   V acc[W];
   for (int j = 0; j < W; ++j) acc[j] = Simd::zero();
 #pragma GCC unroll 16
   for (int j = 0; j < W; ++j) {
     if (!kFull && j >= count) break;
     const int64_t off = static_cast<int64_t>(col[j]) * kTokenTile;
-    const V wj = Simd::bcast(val[j]);
+    const V wj = Simd::bcast(to_float(val[j]));
     for (int c = 0; c < NT; ++c)
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
-        const V dv = Simd::load(dyp[c] + off + v * W);
+        const V dv = load_tokens(dyp[c] + off, v);
         dxa[c][v] = Simd::fma(wj, dv, dxa[c][v]);
-        acc[j] = Simd::fma(Simd::load(xk[c] + v * W), dv, acc[j]);
+        acc[j] = Simd::fma(load_tokens(xk[c], v), dv, acc[j]);
       }
   }
   add_lanes(dwt, Simd::reduce_lanes(acc), count, overwrite);
 }
 
-template <int NT>
-inline void csr_backward_tiles(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x,
+template <int NT, typename E>
+inline void csr_backward_tiles(const BlockSparseViewT<E>& wt, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
                                MatrixView dx, float* dwt, Range rows, int64_t tile) {
-  const float* dyp[NT];
-  const float* xp[NT];
+  const E* dyp[NT];
+  const E* xp[NT];
   for (int c = 0; c < NT; ++c) {
     dyp[c] = dy.tile(tile + c);
     xp[c] = x.tile(tile + c);
   }
   const bool overwrite = tile == 0;  // every entry lies in exactly one slice
-  csr_rows<NT>(wt, rows, tile, dy, nullptr, dx, [&](int64_t k, EntryRange e, float* out, int64_t stride, bool accumulate) {
-    const float* xk[NT];
-    V dxa[NT][NV];
-    for (int c = 0; c < NT; ++c) {
-      xk[c] = xp[c] + k * kTokenTile;
-      for (int v = 0; v < NV; ++v) dxa[c][v] = accumulate ? Simd::load(out + c * stride + v * W) : Simd::zero();
-    }
-    int32_t g = e.begin;
-    for (; g + W <= e.end; g += W)
-      backward_group<true, NT>(dyp, xk, wt.col + g, wt.values + g, W, dxa, dwt + g, overwrite);
-    if (g < e.end) backward_group<false, NT>(dyp, xk, wt.col + g, wt.values + g, e.end - g, dxa, dwt + g, overwrite);
-    for (int c = 0; c < NT; ++c)
-      for (int v = 0; v < NV; ++v) Simd::store(out + c * stride + v * W, dxa[c][v]);
-  });
+  csr_rows<NT>(wt, rows, tile, dy, nullptr, dx,
+               [&](int64_t k, EntryRange e, float* out, int64_t stride, bool accumulate) {
+                 const E* xk[NT];
+                 V dxa[NT][NV];
+                 for (int c = 0; c < NT; ++c) {
+                   xk[c] = xp[c] + k * kTokenTile;
+                   for (int v = 0; v < NV; ++v)
+                     dxa[c][v] = accumulate ? Simd::load(out + c * stride + v * W) : Simd::zero();
+                 }
+                 int32_t g = e.begin;
+                 for (; g + W <= e.end; g += W)
+                   backward_group<true, NT>(dyp, xk, wt.col + g, wt.values + g, W, dxa, dwt + g, overwrite);
+                 if (g < e.end) backward_group<false, NT>(dyp, xk, wt.col + g, wt.values + g, e.end - g, dxa, dwt + g, overwrite);
+                 for (int c = 0; c < NT; ++c)
+                   for (int v = 0; v < NV; ++v) Simd::store(out + c * stride + v * W, dxa[c][v]);
+               });
 }
 
 // Tile pairs, then the odd tile out.
-inline void csr_backward(const BlockSparseView& wt, const PackedTokens& dy, const PackedTokens& x, MatrixView dx,
-                         float* dwt, Range rows) {
+template <typename E>
+inline void csr_backward(const BlockSparseViewT<E>& wt, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
+                         MatrixView dx, float* dwt, Range rows) {
   int64_t tile = 0;
   for (; tile + 2 <= dy.tiles; tile += 2) csr_backward_tiles<2>(wt, dy, x, dx, dwt, rows, tile);
   if (tile < dy.tiles) csr_backward_tiles<1>(wt, dy, x, dx, dwt, rows, tile);
 }
 
-inline void csr_sddmm(const BlockSparseView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
-                      bool accumulate, Range rows) {
+template <typename E>
+inline void csr_sddmm(const BlockSparseViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
+                      float* dvalues, bool accumulate, Range rows) {
   rowlist_sddmm(
       dy, x, dvalues, accumulate, rows, [&](int64_t r) { return w.row_ptr[r + 1] - w.row_ptr[r]; },
       [&](int64_t r) { return w.row_ptr[r]; }, [&](int64_t r, int64_t k) { return w.col[w.row_ptr[r] + k]; });

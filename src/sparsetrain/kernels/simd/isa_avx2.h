@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include "sparsetrain/core/bf16.h"
+
 // Kernel bodies live in SPARSETRAIN_SIMD_NS; the entry points spmm.h and attention_kernels.h
 // declare are defined in SPARSETRAIN_ISA_NS.
 #define SPARSETRAIN_SIMD_NS avx2_detail
@@ -23,6 +25,24 @@ struct Simd {
   static void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
   static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
   static void stream_fence() { _mm_sfence(); }
+  // Vector v of a bf16 tile line (packed_tokens.h), widened: the 32 bytes at word 32g + 16s hold,
+  // per 128-bit lane, tokens 32g + 8s + 4q .. + 3 then 32g + 16 + 8s + 4q .. + 3 (q = lane).
+  static V load_bf16(const Bf16* line, int v) {
+    const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(line + v / 4 * 32 + v % 2 * 16));
+    const __m256i zero = _mm256_setzero_si256();
+    return _mm256_castsi256_ps(v / 2 % 2 == 0 ? _mm256_unpacklo_epi16(zero, x) : _mm256_unpackhi_epi16(zero, x));
+  }
+  // The 8 lanes of v rounded to bf16 (nearest even; a NaN stays a quiet NaN), in lane order.
+  static void store_bf16(Bf16* out, V v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i high = _mm256_srli_epi32(u, 16);
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(high, _mm256_set1_epi32(1)));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(high, _mm256_set1_epi32(0x40)),
+                           _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), words);
+  }
   // In-register 8 x 8 transpose: r[i] lane j <-> r[j] lane i.
   static void transpose(V* r) {
     V t[8], u[8];

@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include "sparsetrain/core/bf16.h"
+
 // Kernel bodies live in SPARSETRAIN_SIMD_NS; the entry points spmm.h and attention_kernels.h
 // declare are defined in SPARSETRAIN_ISA_NS.
 #define SPARSETRAIN_SIMD_NS avx512_detail
@@ -23,6 +25,23 @@ struct Simd {
   static void storeu(float* p, V v) { _mm512_storeu_ps(p, v); }
   static void stream(float* p, V v) { _mm512_stream_ps(p, v); }
   static void stream_fence() { _mm_sfence(); }
+  // Vector v of a bf16 tile line (packed_tokens.h), widened: tokens 32p .. 32p + 31 sit in one
+  // 64-byte line whose low and high words per 128-bit lane are tokens 32p + 16h + 4q .. + 3.
+  static V load_bf16(const Bf16* line, int v) {
+    const __m512i x = _mm512_load_si512(line + v / 2 * 32);
+    const __m512i zero = _mm512_setzero_si512();
+    return _mm512_castsi512_ps(v % 2 == 0 ? _mm512_unpacklo_epi16(zero, x) : _mm512_unpackhi_epi16(zero, x));
+  }
+  // The 16 lanes of v rounded to bf16 (nearest even; a NaN stays a quiet NaN), in lane order.
+  static void store_bf16(Bf16* out, V v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i high = _mm512_srli_epi32(u, 16);
+    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(high, _mm512_set1_epi32(1)));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                              _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(r));
+  }
   // In-register 16 x 16 transpose: r[i] lane j <-> r[j] lane i.
   static void transpose(V* r) {
     V t[16];

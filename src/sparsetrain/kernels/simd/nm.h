@@ -25,8 +25,8 @@ constexpr int kNmStage = 48;                              // rows staged per tra
 static_assert(kNmStage % kNmRows == 0 && kNmStage % W == 0);
 
 // out[i][0..64) = row r0 + i of one tile, for R rows. kN > 0 fixes N at compile time.
-template <int R, int kN>
-inline void nm_fwd_rows(const NmView& w, const float* xp, int64_t r0, float* out) {
+template <int R, int kN, typename E>
+inline void nm_fwd_rows(const NmViewT<E>& w, const E* xp, int64_t r0, float* out) {
   const int n = kN > 0 ? kN : w.n;
   const int64_t groups = w.groups();
   const int64_t per_row = groups * n;
@@ -34,21 +34,21 @@ inline void nm_fwd_rows(const NmView& w, const float* xp, int64_t r0, float* out
   for (int h = 0; h < NV; h += kNmVecs) {
     V acc[R][kNmVecs];
     const uint8_t* off[R];
-    const float* val[R];
+    const E* val[R];
     for (int i = 0; i < R; ++i) {
       for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::zero();
       off[i] = w.offset + (r0 + i) * per_row;
       val[i] = w.values + (r0 + i) * per_row;
     }
-    const float* xg = xp + h * W;
+    const E* xg = xp;
     for (int64_t g = 0; g < groups; ++g, xg += group_stride) {
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
         for (int s = 0; s < n; ++s) {
-          const float* x = xg + off[i][s] * kTokenTile;
-          const V wv = Simd::bcast(val[i][s]);
+          const E* x = xg + off[i][s] * kTokenTile;
+          const V wv = Simd::bcast(to_float(val[i][s]));
 #pragma GCC unroll 4
-          for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wv, Simd::load(x + v * W), acc[i][v]);
+          for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wv, load_tokens(x, h + v), acc[i][v]);
         }
         off[i] += n;
         val[i] += n;
@@ -59,8 +59,8 @@ inline void nm_fwd_rows(const NmView& w, const float* xp, int64_t r0, float* out
   }
 }
 
-template <int kN>
-inline void nm_fwd_block(const NmView& w, const float* xp, int64_t r0, int rows, float* out) {
+template <int kN, typename E>
+inline void nm_fwd_block(const NmViewT<E>& w, const E* xp, int64_t r0, int rows, float* out) {
   int i = 0;
   for (; i + kNmRows <= rows; i += kNmRows) nm_fwd_rows<kNmRows, kN>(w, xp, r0 + i, out + i * kTokenTile);
   const int rest = rows - i;
@@ -70,11 +70,12 @@ inline void nm_fwd_block(const NmView& w, const float* xp, int64_t r0, int rows,
 }
 
 // kN = 2 for N = 2 only, 0 for any N.
-template <int kN>
-inline void nm_fwd(const NmView& w, const PackedTokens& x, const float* bias, MatrixView y, Range tiles, Range rows) {
+template <int kN, typename E>
+inline void nm_fwd(const NmViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y, Range tiles,
+                   Range rows) {
   alignas(64) float stage[kNmStage * kTokenTile];
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
-    const float* xp = x.tile(tile);
+    const E* xp = x.tile(tile);
     const int valid = tile_tokens(x, tile);
     for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kNmStage) {
       const int n = static_cast<int>(std::min<int64_t>(kNmStage, rows.end - r0));
@@ -92,12 +93,14 @@ constexpr int64_t kNmChunkTiles = 4;
 constexpr int kNmGradRows = 32;
 constexpr int64_t kNmSliceBytes = 512 * 1024;
 
-inline void nm_sddmm(const NmView& w, const PackedTokens& dy, const PackedTokens& x, float* dvalues,
+template <typename E>
+inline void nm_sddmm(const NmViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues,
                      bool accumulate, Range rows) {
   const int n = w.n, m = w.m;
   const int64_t per_row = w.groups() * n;
   // Entries per slice: whole batches of W covering about kNmSliceBytes of X per chunk.
-  const int64_t slice_groups = std::max<int64_t>(1, kNmSliceBytes / (kNmChunkTiles * m * kTokenTile * 4));
+  const int64_t slice_groups =
+      std::max<int64_t>(1, kNmSliceBytes / (kNmChunkTiles * m * kTokenTile * static_cast<int64_t>(sizeof(E))));
   const int64_t slice_entries = std::max<int64_t>(W, slice_groups * n / W * W);
   for (int64_t t0 = 0; t0 < x.tiles; t0 += kNmChunkTiles) {
     const int64_t t1 = std::min(x.tiles, t0 + kNmChunkTiles);
@@ -137,23 +140,22 @@ constexpr int kNmBwdVecs = W >= 16 ? 4 : 2;
 constexpr int kNmBwdFeatures = 64;  // dX features staged per transposed store
 
 // out[f] += value * dY[row] over the entries of one bucket, whose kept offsets are the set bits
-// of kMask, for kNmBwdVecs token vectors. Out of line: inlined into nm_bwd_data<true>, GCC 12
+// of kMask, for kNmBwdVecs token vectors from vector h. Out of line: inlined into nm_bwd_data<true>, GCC 12
 // moved the per-entry step of the two-offset buckets into a call of its own, and 2:4
 // backward-data took twice as long.
-template <int kMask>
-[[gnu::noinline]] void nm_bwd_bucket(const float* dyp, const int32_t* row, const float* val, int64_t count,
-                                     float* out) {
+template <int kMask, typename E>
+[[gnu::noinline]] void nm_bwd_bucket(const E* dyp, int h, const int32_t* row, const E* val, int64_t count, float* out) {
   constexpr int n = std::popcount(static_cast<unsigned>(kMask));
   V acc[2][n][kNmBwdVecs];
   for (int k = 0; k < 2; ++k)
     for (int s = 0; s < n; ++s)
       for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s][v] = Simd::zero();
   auto entry = [&](int k, int64_t e) {
-    const float* d = dyp + static_cast<int64_t>(row[e]) * kTokenTile;
+    const E* d = dyp + static_cast<int64_t>(row[e]) * kTokenTile;
     V dv[kNmBwdVecs];
-    for (int v = 0; v < kNmBwdVecs; ++v) dv[v] = Simd::load(d + v * W);
+    for (int v = 0; v < kNmBwdVecs; ++v) dv[v] = load_tokens(d, h + v);
     for (int s = 0; s < n; ++s) {
-      const V wv = Simd::bcast(val[e * n + s]);
+      const V wv = Simd::bcast(to_float(val[e * n + s]));
       for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s][v] = Simd::fma(wv, dv[v], acc[k][s][v]);
     }
   };
@@ -175,7 +177,8 @@ template <int kMask>
 }
 
 // dX features of group g for one tile, M <= 4: out[f][0..64) for f < M, added to when accumulate.
-inline void nm_bwd_group_small(const NmTransposedView& wt, const int32_t* ptr, const float* dyp, float* out,
+template <typename E>
+inline void nm_bwd_group_small(const NmTransposedViewT<E>& wt, const int32_t* ptr, const E* dyp, float* out,
                                bool accumulate) {
   if (!accumulate) std::fill_n(out, static_cast<int64_t>(wt.m) * kTokenTile, 0.0f);
   for (int p = 0; p < wt.buckets; ++p) {
@@ -183,8 +186,8 @@ inline void nm_bwd_group_small(const NmTransposedView& wt, const int32_t* ptr, c
     if (e0 == e1) continue;
     for (int h = 0; h < NV; h += kNmBwdVecs)
       [&]<int... kLess>(std::integer_sequence<int, kLess...>) {  // masks 1..15: N >= 1
-        ((p == kLess + 1 ? nm_bwd_bucket<kLess + 1>(dyp + h * W, wt.row + e0,
-                                                     wt.values + static_cast<int64_t>(e0) * wt.n, e1 - e0, out + h * W)
+        ((p == kLess + 1 ? nm_bwd_bucket<kLess + 1>(dyp, h, wt.row + e0, wt.values + static_cast<int64_t>(e0) * wt.n,
+                                                    e1 - e0, out + h * W)
                          : void()),
          ...);
       }(std::make_integer_sequence<int, 15>{});
@@ -192,28 +195,30 @@ inline void nm_bwd_group_small(const NmTransposedView& wt, const int32_t* ptr, c
 }
 
 // The same for any M: the group's features accumulate in out, through L1.
-inline void nm_bwd_group_any(const NmTransposedView& wt, const int32_t* ptr, const float* dyp, float* out,
+template <typename E>
+inline void nm_bwd_group_any(const NmTransposedViewT<E>& wt, const int32_t* ptr, const E* dyp, float* out,
                              bool accumulate) {
   if (!accumulate) std::fill_n(out, static_cast<int64_t>(wt.m) * kTokenTile, 0.0f);
   for (int32_t e = ptr[0]; e < ptr[wt.buckets]; ++e) {
-    const float* d = dyp + static_cast<int64_t>(wt.row[e]) * kTokenTile;
+    const E* d = dyp + static_cast<int64_t>(wt.row[e]) * kTokenTile;
     for (int s = 0; s < wt.n; ++s) {
-      const V wv = Simd::bcast(wt.values[static_cast<int64_t>(e) * wt.n + s]);
+      const V wv = Simd::bcast(to_float(wt.values[static_cast<int64_t>(e) * wt.n + s]));
       float* o = out + wt.offset[static_cast<int64_t>(e) * wt.n + s] * kTokenTile;
-      for (int v = 0; v < NV; ++v) Simd::store(o + v * W, Simd::fma(wv, Simd::load(d + v * W), Simd::load(o + v * W)));
+      for (int v = 0; v < NV; ++v) Simd::store(o + v * W, Simd::fma(wv, load_tokens(d, v), Simd::load(o + v * W)));
     }
   }
 }
 
 // kBuckets: M <= 4 only, each bucket in its fixed register code; otherwise any M, through L1.
-template <bool kBuckets>
-inline void nm_bwd_data(const NmTransposedView& wt, const PackedTokens& dy, MatrixView dx, Range tiles, Range groups) {
+template <bool kBuckets, typename E>
+inline void nm_bwd_data(const NmTransposedViewT<E>& wt, const PackedTokensT<E>& dy, MatrixView dx, Range tiles,
+                        Range groups) {
   const int m = wt.m;
   const int64_t ngroups = wt.groups();
   const int64_t chunk = std::max(1, kNmBwdFeatures / m);  // groups per staged store
   alignas(64) float stage[kNmBwdFeatures * kTokenTile];
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
-    const float* dyp = dy.tile(tile);
+    const E* dyp = dy.tile(tile);
     const int valid = tile_tokens(dy, tile);
     for (int64_t g0 = groups.begin; g0 < groups.end; g0 += chunk) {
       const int64_t g1 = std::min(groups.end, g0 + chunk);

@@ -5,15 +5,27 @@
 
 namespace sparsetrain::SPARSETRAIN_SIMD_NS {
 
+// W tokens t .. t + W - 1 (t a multiple of W) of a tile line. A bf16 line takes them rounded to
+// nearest even, as runs of 4 tokens, which bf16_slot keeps together.
+inline void store_tokens(float* line, int t, V v) { Simd::store(line + t, v); }
+inline void store_tokens(Bf16* line, int t, V v) {
+  alignas(64) Bf16 words[W];
+  Simd::store_bf16(words, v);
+  for (int c = 0; c < W; c += 4) std::memcpy(line + bf16_slot(t + c), words + c, 4 * sizeof(Bf16));
+}
+inline void store_token(float* line, int t, float v) { line[t] = v; }
+inline void store_token(Bf16* line, int t, float v) { line[bf16_slot(t)] = to_bf16(v); }
+
 // Token rows [n x F] -> tokens [t0, t0 + n) of one packed tile (t0 a multiple of W). Whole W x W
 // blocks go through register transposes; the row and feature tails are copied one by one. With
 // sums, sums[f] += each row's value in token order (so every ISA adds in the same order).
-inline void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int t0, float* sums) {
+template <typename E>
+inline void pack_rows(ConstMatrixView rows, PackedTokensT<E>& dst, int64_t tile, int t0, float* sums) {
   const int64_t features = rows.cols;
   const int64_t full_f = features / W * W;
   const int n = static_cast<int>(rows.rows);
   const int full_n = n / W * W;
-  float* out = dst.tile(tile) + t0;
+  E* out = dst.tile(tile);
   for (int i0 = 0; i0 < full_n; i0 += W)
     for (int64_t f0 = 0; f0 < full_f; f0 += W) {
       V v[W];
@@ -24,12 +36,12 @@ inline void pack_rows(ConstMatrixView rows, PackedTokens& dst, int64_t tile, int
         Simd::storeu(sums + f0, s);
       }
       Simd::transpose(v);
-      for (int j = 0; j < W; ++j) Simd::store(out + (f0 + j) * kTokenTile + i0, v[j]);
+      for (int j = 0; j < W; ++j) store_tokens(out + (f0 + j) * kTokenTile, t0 + i0, v[j]);
     }
   for (int i = 0; i < n; ++i)
     for (int64_t f = i < full_n ? full_f : 0; f < features; ++f) {
       const float v = rows.at(i, f);
-      out[f * kTokenTile + i] = v;
+      store_token(out + f * kTokenTile, t0 + i, v);
       if (sums != nullptr) sums[f] += v;
     }
 }
