@@ -1,0 +1,46 @@
+#pragma once
+// Dense bf16 products through oneDNN matmul primitives, for bf16 mixed precision: operands in
+// bf16, products accumulated in fp32, fp32 outputs. Row-major, as dense_gemm.h:
+//   C[M x N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
+//
+// A dense linear layer keeps fp32 master weights and a bf16 copy of them (refreshed by the
+// optimizer), takes fp32 token-major activations and gradients, and converts them to bf16 here
+// (round to nearest even, core/bf16.h) into buffers of the calling thread that are reused from
+// call to call.
+//
+// Every call is an error (Error, naming the product, its shapes and oneDNN's status) where the
+// shapes do not fit or oneDNN refuses the primitive, e.g. when its ISA is capped below AVX-512
+// (oneDNN 2.6 has no bf16 matmul for AVX2, not even a reference one); there is no fp32 fallback.
+#include <cstdint>
+
+#include "sparsetrain/core/bf16.h"
+#include "sparsetrain/core/tensor.h"
+
+namespace sparsetrain {
+
+// A read-only row-major bf16 matrix: rows x cols, ld elements between the starts of rows.
+struct ConstBf16MatrixView {
+  const Bf16* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t ld = 0;  // >= cols
+  const Bf16* row(int64_t r) const { return data + r * ld; }
+};
+
+// C = alpha * op(A) op(B) + beta * C with A, B in bf16 and C in fp32. beta = 0 overwrites C
+// without reading it (NaN there does not propagate); any other beta reads it (oneDNN's sum
+// post-op). K = 0 leaves beta * C (zeros for beta = 0).
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Bf16* a, int64_t lda,
+               const Bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// Dense linear layer in bf16, X [T x K] and dY [T x N] in fp32, W [N x K] the bf16 copy of the
+// weights, outputs in fp32:
+void dense_linear_fwd_bf16(ConstMatrixView x, ConstBf16MatrixView w, const float* bias,
+                           MatrixView y);                                                   // Y = X W^T + b
+void dense_linear_bwd_data_bf16(ConstMatrixView dy, ConstBf16MatrixView w, MatrixView dx);  // dX = dY W
+// dW = dY^T X (added to dW with accumulate), and db = column sums of the fp32 dY (the same
+// bits as dense_linear_bwd_weights' db) where dbias is not null.
+void dense_linear_bwd_weights_bf16(ConstMatrixView dy, ConstMatrixView x, MatrixView dw, float* dbias,
+                                   bool accumulate = false);
+
+}  // namespace sparsetrain
