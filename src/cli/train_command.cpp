@@ -46,7 +46,9 @@ int run_train_command(const TrainCommandOptions& o) {
   if (o.mode == "eval" && o.checkpoint_path.empty()) require_model_dir(o.model_dir);
   TrainConfig config = load_train_config_file(params_of(o));
   for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
-  apply_run_overrides(config, {o.max_steps, o.seed, o.threads, o.init_from});
+  std::optional<Precision> precision;
+  if (o.precision) precision = parse_precision(*o.precision, "--precision");
+  apply_run_overrides(config, {o.max_steps, o.seed, o.threads, o.init_from, precision});
   if (config.run.num_threads > 0) set_num_threads(config.run.num_threads);
   check_memory(config);
   const uint64_t seed = config.run.seed;

@@ -18,7 +18,7 @@ class CommandLineError : public Error {
 };
 
 struct TrainCommandOptions {
-  std::string mode;  // train, eval, train_and_eval
+  std::string mode;    // train, eval, train_and_eval
   std::string params;  // empty: <model_dir>/params.yaml when there is one
   std::string model_dir = "model_dir";
   std::optional<int64_t> max_steps;
@@ -27,6 +27,7 @@ struct TrainCommandOptions {
   std::optional<std::string> init_from;        // hf:DIR, overrides model.init_from
   std::optional<uint64_t> seed;
   std::optional<int> threads;
+  std::optional<std::string> precision;  // fp32 or bf16, overrides model.mixed_precision / fp16_type
   bool no_progress = false;
 };
 

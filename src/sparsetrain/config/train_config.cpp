@@ -59,13 +59,49 @@ Mapping section(const Value& v, const std::vector<std::string>& keys, const std:
 
 const std::vector<std::string> kGptKeys = {"name",        "vocab_size", "n_positions",        "n_layer",
                                            "n_head",      "n_embd",     "layer_norm_epsilon", "initializer_range",
-                                           "sparse_init", "init_from"};
-const std::vector<std::string> kMlpKeys = {
-    "name", "input_size", "hidden_sizes", "num_classes",       "activation",       "output_activation",
-    "loss", "dropout",    "sparse_init",  "initializer_range", "inverted_dropout", "dropout_masks_gradient"};
+                                           "sparse_init", "init_from",  "mixed_precision",    "fp16_type"};
+const std::vector<std::string> kMlpKeys = {"name",
+                                           "input_size",
+                                           "hidden_sizes",
+                                           "num_classes",
+                                           "activation",
+                                           "output_activation",
+                                           "loss",
+                                           "dropout",
+                                           "sparse_init",
+                                           "initializer_range",
+                                           "inverted_dropout",
+                                           "dropout_masks_gradient",
+                                           "mixed_precision",
+                                           "fp16_type"};
 
-std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, SparseInit& sparse_init) {
+// The Model Zoo's mixed-precision keys of the model section: mixed_precision: true with
+// fp16_type: bfloat16 is bf16 mixed precision. Its other half-precision types, and
+// mixed_precision alone (the Model Zoo then means float16), are refused rather than trained in
+// float32.
+Precision read_precision(const Mapping& probe) {
+  const std::optional<Value> mixed = probe.get("mixed_precision");
+  const std::optional<Value> type = probe.get("fp16_type");
+  const bool on = mixed && mixed->as_bool("true or false");
+  if (type) {
+    const std::string t = type->as_string("bfloat16");
+    if (t == "float16" || t == "cbfloat16")
+      type->fail(
+          fmt::format("'{}' is not supported: sparsetrain's mixed precision is bfloat16 (fp16_type: bfloat16)", t));
+    if (t != "bfloat16") type->expected("bfloat16");
+    if (!on) type->fail("takes effect only with 'mixed_precision: true'; add that, or remove fp16_type");
+  }
+  if (on && !type)
+    mixed->fail(
+        "true without fp16_type means float16 in the Model Zoo, which sparsetrain does not run; add "
+        "'fp16_type: bfloat16'");
+  return on ? Precision::Bf16 : Precision::Fp32;
+}
+
+std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, SparseInit& sparse_init,
+                                              Precision& precision) {
   const Mapping probe(v, "a mapping with 'name: gpt' or 'name: mlp'");
+  precision = read_precision(probe);
   if (const std::optional<Value> init = probe.get("sparse_init"))
     sparse_init =
         config::at_value(*init, [&] { return parse_sparse_init(init->as_string("dense or scaled"), "sparse_init"); });
@@ -375,7 +411,7 @@ TrainConfig read_train_document(const Source& src) {
   for (const char* required : {"model", "train_input", "optimizer", "runconfig"})
     if (!m.has(required)) top.fail(fmt::format("missing section '{}'", required));
   try {
-    c.model = read_model(*m.get("model"), c.model_sets_vocab, c.sparse_init);
+    c.model = read_model(*m.get("model"), c.model_sets_vocab, c.sparse_init, c.precision);
     c.train_input = read_input(*m.get("train_input"), false);
     c.eval_input = m.has("eval_input") ? read_input(*m.get("eval_input"), true) : c.train_input;
     c.optimizer = read_optimizer(*m.get("optimizer"));
@@ -497,6 +533,18 @@ void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
     config.run.num_threads = *o.num_threads;
     run["num_threads"] = *o.num_threads;
     given.push_back(fmt::format("--threads {}", *o.num_threads));
+  }
+  if (o.precision) {
+    config.precision = *o.precision;
+    YAML::Node model = root["model"];
+    if (*o.precision == Precision::Bf16) {
+      model["mixed_precision"] = true;
+      model["fp16_type"] = "bfloat16";
+    } else {
+      model.remove("mixed_precision");
+      model.remove("fp16_type");
+    }
+    given.push_back(fmt::format("--precision {}", precision_name(*o.precision)));
   }
   if (o.init_from) {
     config.init_from = init_from_dir(*o.init_from, std::filesystem::current_path());

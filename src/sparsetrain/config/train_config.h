@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "sparsetrain/config/sparsity_config.h"
+#include "sparsetrain/core/precision.h"
 #include "sparsetrain/models/gpt.h"
 #include "sparsetrain/models/mlp.h"
 #include "sparsetrain/models/sparse_init.h"
@@ -24,19 +25,19 @@ const char* dataset_name(DatasetKind kind);  // "brown", "text_file", "fashion_m
 
 struct InputConfig {
   DatasetKind dataset = DatasetKind::Brown;
-  std::string path;               // text_file: the file; brown, fashion_mnist: a directory (default: installed)
+  std::string path;                // text_file: the file; brown, fashion_mnist: a directory (default: installed)
   std::string tokenizer = "byte";  // text: "byte" or "gpt2"
   int64_t batch_size = 8;
-  int64_t sequence_length = 0;        // text: tokens per sequence; 0 means the model's n_positions
-  double validation_fraction = 0.1;   // text: held out for evaluation
-  uint64_t split_seed = 0;            // text: which documents are held out
+  int64_t sequence_length = 0;       // text: tokens per sequence; 0 means the model's n_positions
+  double validation_fraction = 0.1;  // text: held out for evaluation
+  uint64_t split_seed = 0;           // text: which documents are held out
   // brown: only documents of these categories (empty: all), then none of the excluded ones.
   std::vector<std::string> categories, exclude_categories;
-  int64_t num_examples = 0;           // images: the first n of a seed-0 shuffle (0 = all)
+  int64_t num_examples = 0;  // images: the first n of a seed-0 shuffle (0 = all)
   // images, train_input: which seed-0 shuffle picks both subsets; numpy = np.random.seed(0),
   // shuffle the training indices, then the test indices (the SET reference's loader).
   enum class SubsetShuffle { Philox, Numpy } subset_shuffle = SubsetShuffle::Philox;
-  int64_t eval_batches = 0;           // eval_input: batches per evaluation (0 = the whole split)
+  int64_t eval_batches = 0;  // eval_input: batches per evaluation (0 = the whole split)
 };
 
 struct OptimizerConfig {
@@ -78,7 +79,9 @@ struct TrainConfig {
   // YAML gives must agree with it; sparse_init defaults to dense, keeping the pretrained values.
   std::string init_from;
   std::map<std::string, std::string> model_keys_at;  // each key the YAML's model section gives -> where
-  SparseInit sparse_init = SparseInit::Scaled;  // model.sparse_init
+  SparseInit sparse_init = SparseInit::Scaled;       // model.sparse_init
+  // model.mixed_precision + model.fp16_type: bfloat16 -> Bf16 (docs/training.md, "Mixed precision")
+  Precision precision = Precision::Fp32;
   InputConfig train_input;
   InputConfig eval_input;
   OptimizerConfig optimizer;
@@ -103,6 +106,7 @@ struct RunOverrides {
   std::optional<uint64_t> seed;
   std::optional<int> num_threads;
   std::optional<std::string> init_from;  // model.init_from, "hf:DIR" (DIR relative to the working directory)
+  std::optional<Precision> precision;    // model.mixed_precision and model.fp16_type
 };
 
 // Applies the overrides to config.run (config.model and init_from for --init_from, as if the YAML

@@ -1,14 +1,15 @@
 #include "sparsetrain/models/gpt.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/parallel.h"
 #include "sparsetrain/core/philox.h"
 #include "sparsetrain/core/profile.h"
 #include "sparsetrain/kernels/dense_gemm.h"
+#include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/ops/activation.h"
 #include "sparsetrain/ops/embedding.h"
 #include "sparsetrain/ops/layer_norm.h"
@@ -70,7 +71,8 @@ Gpt::Gpt(const GptConfig& config) : Model("GPT2LMHeadModel"), config_(config) {
   wte_ = &transformer->register_module("wte", std::make_unique<Embedding>(config_.vocab_size, c));
   wpe_ = &transformer->register_module("wpe", std::make_unique<Embedding>(config_.context, c));
   auto& h = transformer->register_module("h", std::make_unique<ModuleList>());
-  for (int64_t l = 0; l < config_.layers; ++l) blocks_.push_back(&h.append(std::make_unique<Block>(c, config_.layer_norm_eps)));
+  for (int64_t l = 0; l < config_.layers; ++l)
+    blocks_.push_back(&h.append(std::make_unique<Block>(c, config_.layer_norm_eps)));
   ln_f_ = &transformer->register_module("ln_f", std::make_unique<LayerNorm>(c, config_.layer_norm_eps));
   register_module("transformer", std::move(transformer));
 }
@@ -153,12 +155,12 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
     Matrix& x = residual_[l];
     layer_norm_forward(x, b.ln_1.weight.values().data(), b.ln_1.bias.values().data(), b.ln_1.eps, a.ln1,
                        a.ln1_mean.data(), a.ln1_rstd.data());
-    b.attn.c_attn.forward(a.ln1, a.qkv);                     // [BT x 3C]
+    b.attn.c_attn.forward(a.ln1, a.qkv);                      // [BT x 3C]
     attention_forward(shape_, a.qkv, a.att, a.probs.data());  // [BT x C]
     b.attn.c_proj.forward(a.att, scratch_c_);
     add(x, scratch_c_, a.residual_mid);
-    layer_norm_forward(a.residual_mid, b.ln_2.weight.values().data(), b.ln_2.bias.values().data(), b.ln_2.eps,
-                       a.ln2, a.ln2_mean.data(), a.ln2_rstd.data());
+    layer_norm_forward(a.residual_mid, b.ln_2.weight.values().data(), b.ln_2.bias.values().data(), b.ln_2.eps, a.ln2,
+                       a.ln2_mean.data(), a.ln2_rstd.data());
     b.mlp.c_fc.forward(a.ln2, a.fc);                                             // [BT x 4C]
     b.mlp.c_proj.forward_activated(Activation::Gelu, a.fc, a.gelu, scratch_c_);  // c_proj(gelu(fc))
     add(a.residual_mid, scratch_c_, residual_[l + 1]);
@@ -167,7 +169,20 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
                      lnf_mean_.data(), lnf_rstd_.data());
   // logits = ln_f(x) wte^T                                                  [BT x V]
   const ProfileScope profile("head");
+  if (head_precision_ == Precision::Bf16) {
+    const ConstMatrixView wte = wte_->weight.dense();
+    wte_bf16_.resize(static_cast<std::size_t>(wte.rows * wte.cols));
+    to_bf16(wte.data, wte_bf16_.data(), wte.rows * wte.cols);
+    dense_linear_fwd_bf16(lnf_, {wte_bf16_.data(), wte.rows, wte.cols, wte.cols}, nullptr, logits_);
+    return;
+  }
   dense_linear_fwd(lnf_, wte_->weight.dense(), nullptr, logits_);
+}
+
+void Gpt::set_precision(Precision precision) {
+  head_precision_ = precision;
+  for (Block* b : blocks_)
+    for (Linear* lin : {&b->attn.c_attn, &b->attn.c_proj, &b->mlp.c_fc, &b->mlp.c_proj}) lin->set_precision(precision);
 }
 
 const Matrix& Gpt::logits(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
@@ -198,8 +213,13 @@ void Gpt::backward() {
   Matrix& dlnf = scratch_c_;
   {
     const ProfileScope profile("head");
-    dense_linear_bwd_data(dlogits, wte.dense(), dlnf);
-    dense_linear_bwd_weights(dlogits, lnf_, dwte, nullptr, /*accumulate=*/true);
+    if (head_precision_ == Precision::Bf16) {
+      dense_linear_bwd_data_bf16(dlogits, {wte_bf16_.data(), config_.vocab_size, config_.embed, config_.embed}, dlnf);
+      dense_linear_bwd_weights_bf16(dlogits, lnf_, dwte, nullptr, /*accumulate=*/true);
+    } else {
+      dense_linear_bwd_data(dlogits, wte.dense(), dlnf);
+      dense_linear_bwd_weights(dlogits, lnf_, dwte, nullptr, /*accumulate=*/true);
+    }
   }
   // dres: the gradient of the residual stream, flowing down through the blocks.
   Matrix& dres = scratch_c2_;
@@ -212,8 +232,8 @@ void Gpt::backward() {
     // MLP branch: r' = r_mid + c_proj(gelu(c_fc(ln_2(r_mid))))
     b.mlp.c_proj.backward(dres, scratch_4c_);                                              // dgelu [BT x 4C]
     b.mlp.c_fc.backward_through(Activation::Gelu, a.fc, a.gelu, scratch_4c_, scratch_c_);  // dln2 [BT x C]
-    layer_norm_backward(scratch_c_, a.residual_mid, b.ln_2.weight.values().data(), a.ln2_mean.data(),
-                        a.ln2_rstd.data(), dres, b.ln_2.weight.grad().data(), b.ln_2.bias.grad().data());
+    layer_norm_backward(scratch_c_, a.residual_mid, b.ln_2.weight.values().data(), a.ln2_mean.data(), a.ln2_rstd.data(),
+                        dres, b.ln_2.weight.grad().data(), b.ln_2.bias.grad().data());
     // Attention branch: r_mid = r + c_proj(attention(c_attn(ln_1(r))))
     b.attn.c_proj.backward(dres, scratch_c_);  // datt [BT x C]
     attention_backward(shape_, scratch_c_, a.qkv, a.probs.data(), scratch_3c_);

@@ -21,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "sparsetrain/core/bf16.h"
 #include "sparsetrain/models/layers.h"
 #include "sparsetrain/models/linear.h"
 #include "sparsetrain/models/model.h"
@@ -57,6 +58,7 @@ class Gpt : public Model {
   void backward() override;
   Flops training_flops(int64_t rows, int64_t seq) const override;
   std::string describe() const override;
+  void set_precision(Precision precision) override;
 
   // Logits [rows * seq x V] of token sequences (no loss, nothing kept for backward).
   const Matrix& logits(std::span<const int32_t> ids, int64_t rows, int64_t seq);
@@ -102,6 +104,8 @@ class Gpt : public Model {
   Matrix logits_;                                            // then dlogits after a training forward
   Matrix scratch_c_, scratch_c2_, scratch_4c_, scratch_3c_;  // projections and backward gradients
   bool ready_for_backward_ = false;
+  Precision head_precision_ = Precision::Fp32;
+  AlignedBuffer<Bf16> wte_bf16_;  // bf16: the head's copy of wte, made at each forward
 };
 
 }  // namespace sparsetrain

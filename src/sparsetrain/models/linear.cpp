@@ -23,14 +23,27 @@ void Linear::check_backward(ConstMatrixView dy) const {
     fail("{}: output gradient shape does not match the forward pass", weight_->name());
 }
 
+void Linear::refresh_bf16_weight() {
+  if (weight_->storage() == Storage::Compressed) {
+    weight_->compressed().refresh_bf16();
+    return;
+  }
+  dense_bf16_.resize(static_cast<std::size_t>(out_ * in_));
+  to_bf16(weight_->dense().data, dense_bf16_.data(), out_ * in_);
+}
+
 void Linear::forward(ConstMatrixView x, MatrixView y) {
   const ProfileScope profile("linear forward");
   check_forward(x, y);
   x_ = x;
   pending_post_ = {};
   const float* b = bias_ != nullptr ? bias_->values().data() : nullptr;
+  const bool bf16 = workspace_.precision == Precision::Bf16;
+  if (bf16) refresh_bf16_weight();
   if (weight_->storage() == Storage::Compressed)
     linear_forward(weight_->compressed(), b, x, y, workspace_);
+  else if (bf16)
+    dense_linear_fwd_bf16(x, dense_bf16(), b, y);
   else
     dense_linear_fwd(x, weight_->dense(), b, y);
 }
@@ -51,6 +64,7 @@ void Linear::forward_activated(Activation act, ConstMatrixView pre, MatrixView p
   pending_activation_ = act;
   pending_pre_ = pre;
   const float* b = bias_ != nullptr ? bias_->values().data() : nullptr;
+  if (workspace_.precision == Precision::Bf16) refresh_bf16_weight();
   linear_forward_from(
       weight_->compressed(), b, pre.rows,
       [&](int64_t t0, MatrixView block) {
@@ -82,8 +96,13 @@ void Linear::backward(ConstMatrixView dy, MatrixView dx) {
     return;
   }
   materialize_input();
-  if (dx.data != nullptr) dense_linear_bwd_data(dy, w.dense(), dx);
   MatrixView dw{w.grad().data(), out_, in_, in_};
+  if (workspace_.precision == Precision::Bf16) {
+    if (dx.data != nullptr) dense_linear_bwd_data_bf16(dy, dense_bf16(), dx);
+    dense_linear_bwd_weights_bf16(dy, x_, dw, dbias, /*accumulate=*/true);
+    return;
+  }
+  if (dx.data != nullptr) dense_linear_bwd_data(dy, w.dense(), dx);
   dense_linear_bwd_weights(dy, x_, dw, dbias, /*accumulate=*/true);
 }
 

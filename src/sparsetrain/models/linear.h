@@ -8,10 +8,16 @@
 //
 // Gradients accumulate (+=), PyTorch-style: the trainer zeroes them before each step. On the
 // steps where a sparsity algorithm sets weight.wants_dense_grad (RigL's updates), backward also
-// fills weight.dense_grad with the full dense dW.
+// fills weight.dense_grad with the full dense dW (float32, from the float32 dY and X).
+//
+// In bf16 (set_precision) every product takes bf16 operands with float32 accumulation: the
+// weight's bf16 copy, made from the float32 master values at each forward, and X and dY rounded
+// as they are packed or converted. Outputs, gradients and the bias stay float32.
 #include <cstdint>
 
+#include "sparsetrain/core/bf16.h"
 #include "sparsetrain/core/tensor.h"
+#include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/nn/module.h"
 #include "sparsetrain/ops/activation.h"
 #include "sparsetrain/ops/linear.h"
@@ -27,6 +33,8 @@ class Linear : public Module {
   Parameter& weight() { return *weight_; }
   const Parameter& weight() const { return *weight_; }
   Parameter* bias() { return bias_; }
+  void set_precision(Precision precision) { workspace_.precision = precision; }
+  Precision precision() const { return workspace_.precision; }
 
   // y [T x out] = x [T x in] W^T + b. x must stay unchanged until backward().
   void forward(ConstMatrixView x, MatrixView y);
@@ -61,6 +69,9 @@ class Linear : public Module {
   void check_backward(ConstMatrixView dy) const;
   // Writes the input that forward_activated left unwritten, for a pass that reads it token-major.
   void materialize_input();
+  // bf16: the weight's bf16 copy from its float32 values (compressed: SparseWeight's own).
+  void refresh_bf16_weight();
+  ConstBf16MatrixView dense_bf16() const { return {dense_bf16_.data(), out_, in_, in_}; }
 
   int64_t in_;
   int64_t out_;
@@ -71,6 +82,7 @@ class Linear : public Module {
   Activation pending_activation_ = Activation::None;
   ConstMatrixView pending_pre_;
   LinearWorkspace workspace_;
+  AlignedBuffer<Bf16> dense_bf16_;  // bf16 copy of a dense or masked-dense weight
 };
 
 }  // namespace sparsetrain

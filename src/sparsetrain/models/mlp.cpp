@@ -1,10 +1,10 @@
 #include "sparsetrain/models/mlp.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/philox.h"
@@ -102,9 +102,10 @@ void set_reference_output_delta(const Matrix& out, Matrix& grad) {
 LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_t step) {
   const int64_t rows = batch.rows;
   if (rows < 1 || batch.inputs.rows() != rows || batch.inputs.cols() != config_.inputs)
-    fail("mlp: inputs [{} x {}] for a batch of {} rows of {} features", batch.inputs.rows(), batch.inputs.cols(),
-         rows, config_.inputs);
-  if (batch.targets.size() != static_cast<std::size_t>(rows)) fail("mlp: {} labels for {} rows", batch.targets.size(), rows);
+    fail("mlp: inputs [{} x {}] for a batch of {} rows of {} features", batch.inputs.rows(), batch.inputs.cols(), rows,
+         config_.inputs);
+  if (batch.targets.size() != static_cast<std::size_t>(rows))
+    fail("mlp: {} labels for {} rows", batch.targets.size(), rows);
   const std::size_t n = layers_.size();
   if (pre_.size() != n || pre_[0].rows() != rows) {
     pre_.clear();
@@ -195,6 +196,10 @@ Flops Mlp::training_flops(int64_t rows, int64_t /*seq*/) const {
     actual += static_cast<double>(layer->actual_macs(rows));
   }
   return {6.0 * dense, 6.0 * actual};
+}
+
+void Mlp::set_precision(Precision precision) {
+  for (Linear* layer : layers_) layer->set_precision(precision);
 }
 
 }  // namespace sparsetrain

@@ -60,6 +60,7 @@ class Mlp : public Model {
   void backward() override;
   Flops training_flops(int64_t rows, int64_t seq) const override;
   std::string describe() const override;
+  void set_precision(Precision precision) override;
 
   // The last forward's outputs [rows x classes]: logits with cross-entropy, the output
   // activation's values with MSE. Backward leaves them in place.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsetrain/core/precision.h"
 #include "sparsetrain/core/tensor.h"
 #include "sparsetrain/nn/module.h"
 #include "sparsetrain/ops/loss.h"
@@ -45,6 +46,9 @@ class Model : public Module {
   virtual Flops training_flops(int64_t rows, int64_t seq) const = 0;
   // One line: "gpt: 6 layers, 8 heads, width 512, context 256, vocabulary 8192".
   virtual std::string describe() const = 0;
+  // The arithmetic of the products (core/precision.h), float32 until set: bf16 runs every linear
+  // layer and the head on bf16 operands with float32 accumulation; the rest stays float32.
+  virtual void set_precision(Precision precision) = 0;
 };
 
 }  // namespace sparsetrain

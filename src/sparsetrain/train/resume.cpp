@@ -58,6 +58,16 @@ void check_same_run(const TrainerState& saved, const Setup& s, const std::string
   if (training && saved.seed != s.seed) refuse("runconfig.seed", saved.seed, s.seed);
   if (training && saved.optimizer != s.optimizer->name())
     refuse("optimizer.optimizer_type", saved.optimizer, s.optimizer->name());
+  // Weights are float32 in either precision, so evaluation and a weights-only start take any; a
+  // run trains on only in the precision it was trained in (its bits depend on it).
+  const std::string saved_precision = saved.precision.value_or("fp32");
+  const std::string precision(precision_name(s.config.precision));
+  if (training && saved_precision != precision)
+    fail(
+        "{}: the checkpoint was trained in precision {}, this run has {} (model.mixed_precision / --precision): "
+        "resume with --precision {}, or start a new run from its weights with --checkpoint_path and "
+        "--load_checkpoint_states model",
+        state_path, saved_precision, precision, saved_precision);
   // Evaluation needs each parameter sparse or dense as trained (the masks come from the file);
   // training on needs its whole sparsity config.
   const json& there = saved.sparsity_config;

@@ -142,6 +142,7 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
   const auto* gpt = std::get_if<GptConfig>(&c.model);
   if (gpt != nullptr) s.tokenizer = make_tokenizer(c.train_input.tokenizer);
   s.model = build_model(c, s.tokenizer ? s.tokenizer->vocab_size() : 0);
+  s.model->set_precision(c.precision);
   if (load_data) {
     s.data = make_data_source(c, gpt != nullptr ? gpt->context : 0, s.tokenizer.get());
     if (const auto* mlp = std::get_if<MlpConfig>(&c.model); mlp != nullptr && mlp->inputs != s.data->input_size())

@@ -6,6 +6,7 @@
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/parallel.h"
+#include "sparsetrain/core/precision.h"
 
 namespace sparsetrain {
 
@@ -36,6 +37,7 @@ void each_field(State& s, Visit&& visit) {
   visit("model", s.model);
   visit("sparsity_config", s.sparsity_config);
   visit("threads", s.threads);
+  visit("precision", s.precision);
 }
 
 // "an integer >= 0", ...: what a field of type T must be, or nullptr when `j` is one.
@@ -92,6 +94,7 @@ TrainerState capture_trainer_state(const Setup& s, const RunProgress& progress) 
   state.model = s.model->describe();
   state.sparsity_config = sparsity_config_of(s, progress.step);
   state.threads = num_threads();
+  state.precision = std::string(precision_name(s.config.precision));
   return state;
 }
 
@@ -114,7 +117,12 @@ TrainerState trainer_state_from_json(const json& j, const std::string& file) {
     using T = std::decay_t<decltype(value)>;
     const auto it = j.find(key);
     if constexpr (IsOptional<T>::value) {
-      if (it != j.end()) value = *it;
+      if (it == j.end()) return;
+      using V = typename T::value_type;
+      if constexpr (!std::is_same_v<V, json>)
+        if (const char* expected = mismatch<V>(*it))
+          fail("{}: the trainer state's '{}' is {}; expected {}", file, key, it->dump(), expected);
+      value = it->template get<V>();
     } else {
       if (it == j.end())
         fail(

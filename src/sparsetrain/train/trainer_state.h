@@ -55,6 +55,9 @@ struct TrainerState {
   std::string model;                                          // Model::describe()
   nlohmann::json sparsity_config = nlohmann::json::object();  // sparsity_config_of()
   int threads = 1;                                            // recorded, not checked
+  // "fp32" or "bf16" (core/precision.h); absent from checkpoints written before bf16 existed,
+  // which were all fp32.
+  std::optional<std::string> precision;
 };
 
 // The state of the run `s` after `progress`: the optimizer's step count, the sparsity

@@ -26,6 +26,7 @@
 #include "sparsetrain/io/nan_form.h"
 #include "sparsetrain/io/safetensors.h"
 #include "sparsetrain/kernels/dense_isa.h"
+#include "sparsetrain/kernels/kernel_list.h"
 #include "sparsetrain/train/checkpoint.h"
 #include "sparsetrain/train/run_environment.h"
 #include "sparsetrain/train/step.h"
@@ -44,16 +45,28 @@ using ::testing::StartsWith;
 struct AlgorithmCase {
   const char* name;
   const char* sparsity;
+  bool bf16 = false;
 };
+
+// The config in bf16 mixed precision (the Model Zoo's keys).
+std::string in_bf16(std::string yaml) {
+  const std::string model_end = "n_embd: 16}";
+  const std::size_t at = yaml.find(model_end);
+  EXPECT_NE(at, std::string::npos);
+  return yaml.replace(at, model_end.size(), "n_embd: 16, mixed_precision: true, fp16_type: bfloat16}");
+}
 
 class ResumeTest : public TrainerTest, public ::testing::WithParamInterface<AlgorithmCase> {};
 
 TEST_P(ResumeTest, StoppedAndResumedRunIsBitIdentical) {
   const std::string sparsity = GetParam().sparsity;
+  auto cfg = [&](int64_t steps) {
+    return GetParam().bf16 ? in_bf16(config(sparsity, steps)) : config(sparsity, steps);
+  };
   const fs::path whole = root_ / "whole", parts = root_ / "parts";
-  ASSERT_EQ(train(config(sparsity, 10), whole), 0);
-  ASSERT_EQ(train(config(sparsity, 6), parts), 0);   // stops at 6 (checkpoints 4 and 6)
-  ASSERT_EQ(train(config(sparsity, 10), parts), 0);  // resumes from 6
+  ASSERT_EQ(train(cfg(10), whole), 0);
+  ASSERT_EQ(train(cfg(6), parts), 0);   // stops at 6 (checkpoints 4 and 6)
+  ASSERT_EQ(train(cfg(10), parts), 0);  // resumes from 6
   EXPECT_EQ(bytes(checkpoint_model_path(whole.string(), 10)), bytes(checkpoint_model_path(parts.string(), 10)));
   EXPECT_EQ(bytes(checkpoint_state_path(whole.string(), 10)), bytes(checkpoint_state_path(parts.string(), 10)));
   // Only the newest two complete checkpoints are kept.
@@ -88,7 +101,19 @@ INSTANTIATE_TEST_SUITE_P(
         AlgorithmCase{"rigl_bcsr16",
                       "sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 3}, format: bcsr16, param_filter: "
                       "[\"*attn.c_attn.weight\", \"*mlp.c_*.weight\"]}"},
-        AlgorithmCase{"static_1_4", "sparsity: {algorithm: static, sparsity: 0.75, format: \"1:4\"}"}),
+        AlgorithmCase{"static_1_4", "sparsity: {algorithm: static, sparsity: 0.75, format: \"1:4\"}"},
+        // bf16 mixed precision: dense (oneDNN's bf16 products) and the bf16 sparse kernels.
+        AlgorithmCase{"dense_bf16", "", true},
+        AlgorithmCase{"rigl_csr_bf16",
+                      "sparsity: {algorithm: rigl, sparsity: 0.9, update: {freq: 2, stop: 9}, format: csr, "
+                      "distribution: erk}",
+                      true},
+        AlgorithmCase{"set_bcsr4_bf16", "sparsity: {algorithm: set, sparsity: 0.6, update: {freq: 2}, format: bcsr4}",
+                      true},
+        AlgorithmCase{"rigl_2_4_bf16", "sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 3}, format: \"2:4\"}",
+                      true},
+        AlgorithmCase{"set_masked_bf16",
+                      "sparsity: {algorithm: set, sparsity: 0.7, update: {freq: 2}, drop_fraction: 0.3}", true}),
     [](const ::testing::TestParamInfo<AlgorithmCase>& case_info) { return std::string(case_info.param.name); });
 
 // Dense fine-tuning from a sparse checkpoint (SPDF): the dense run starts at step 0 from the
@@ -772,6 +797,77 @@ TEST_F(TrainerTest, LoadingACheckpointChecksMasksAndOptimizer) {
   }
 }
 
+// bf16 runs its products in bf16 (the bf16 kernels run, the weights differ from fp32's) and
+// follows the fp32 run closely; its checkpoint records the precision, refuses to train on in
+// fp32, and loads into an fp32 run as weights.
+TEST_F(TrainerTest, Bf16TrainsCloseToFp32AndResumesOnlyInBf16) {
+  const std::string csr = "sparsity: {algorithm: static, sparsity: 0.8, format: csr}";
+  const fs::path fp32 = root_ / "fp32", bf16 = root_ / "bf16";
+  ASSERT_EQ(train(config(csr, 8), fp32), 0);
+  ASSERT_EQ(train(in_bf16(config(csr, 8)), bf16), 0);
+  EXPECT_EQ(last_dispatch("spmm_fwd_bf16").find("spmm_fwd_csr_bf16"), 0u) << last_dispatch("spmm_fwd_bf16");
+  EXPECT_NE(bytes(checkpoint_model_path(fp32.string(), 8)), bytes(checkpoint_model_path(bf16.string(), 8)));
+  auto last_loss = [](const fs::path& dir) {
+    std::ifstream in(dir / "metrics.jsonl");
+    std::string line;
+    double loss = 0;
+    while (std::getline(in, line)) {
+      const auto row = nlohmann::json::parse(line);
+      if (row["split"] == "train") loss = row["loss"].get<double>();
+    }
+    return loss;
+  };
+  const double a = last_loss(fp32), b = last_loss(bf16);
+  ASSERT_GT(a, 0.0);
+  EXPECT_NEAR(b, a, 0.02 * a) << "bf16 left the fp32 run";
+  const CheckpointState state = read_checkpoint_state(checkpoint_model_path(bf16.string(), 8));
+  EXPECT_EQ(state.trainer.precision, std::optional<std::string>("bf16"));
+
+  EXPECT_THAT(error_of([&] { train(config(csr, 12), bf16); }),
+              AllOf(HasSubstr("checkpoint_8.state.safetensors: the checkpoint was trained in precision bf16, this "
+                              "run has fp32"),
+                    HasSubstr("--load_checkpoint_states model")));
+  // Evaluation takes a checkpoint of either precision.
+  EXPECT_EQ(train(config(csr, 8), bf16, RunMode::Eval), 0);
+}
+
+TEST(TrainConfig, MixedPrecisionKeysFollowTheModelZoo) {
+  const std::string rest = "train_input: {data: brown}\noptimizer: {learning_rate: 0.1}\nrunconfig: {max_steps: 1}\n";
+  auto precision = [&](const std::string& model) {
+    return load_train_config_yaml("model: {name: gpt" + model + "}\n" + rest, "mp.yaml").precision;
+  };
+  EXPECT_EQ(precision(""), Precision::Fp32);
+  EXPECT_EQ(precision(", mixed_precision: false"), Precision::Fp32);
+  EXPECT_EQ(precision(", mixed_precision: true, fp16_type: bfloat16"), Precision::Bf16);
+  EXPECT_EQ(
+      load_train_config_yaml("model: {name: mlp, mixed_precision: true, fp16_type: bfloat16}\ntrain_input: "
+                             "{data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\nrunconfig: {num_epochs: 1}\n",
+                             "mlp.yaml")
+          .precision,
+      Precision::Bf16);
+  EXPECT_THAT(error_of([&] { precision(", mixed_precision: true"); }),
+              AllOf(StartsWith("mp.yaml:1:"), HasSubstr("model.mixed_precision: true without fp16_type means float16"),
+                    HasSubstr("add 'fp16_type: bfloat16'")));
+  EXPECT_THAT(error_of([&] { precision(", mixed_precision: true, fp16_type: float16"); }),
+              HasSubstr("model.fp16_type: 'float16' is not supported"));
+  EXPECT_THAT(error_of([&] { precision(", mixed_precision: true, fp16_type: cbfloat16"); }),
+              HasSubstr("model.fp16_type: 'cbfloat16' is not supported"));
+  EXPECT_THAT(error_of([&] { precision(", mixed_precision: true, fp16_type: bf16"); }),
+              HasSubstr("model.fp16_type: expected bfloat16, got 'bf16'"));
+  EXPECT_THAT(error_of([&] { precision(", fp16_type: bfloat16"); }),
+              HasSubstr("model.fp16_type: takes effect only with 'mixed_precision: true'"));
+  EXPECT_THAT(error_of([&] { precision(", mixed_precision: yes please"); }), HasSubstr("model.mixed_precision"));
+
+  // --precision writes the keys into the recorded config, and fp32 removes them.
+  TrainConfig c = load_train_config_yaml("model: {name: gpt}\n" + rest, "mp.yaml");
+  apply_run_overrides(c, {std::nullopt, std::nullopt, std::nullopt, std::nullopt, Precision::Bf16});
+  EXPECT_EQ(c.precision, Precision::Bf16);
+  EXPECT_THAT(c.text, HasSubstr("--precision bf16"));
+  EXPECT_EQ(load_train_config_yaml(c.text, "params.yaml").precision, Precision::Bf16);
+  apply_run_overrides(c, {std::nullopt, std::nullopt, std::nullopt, std::nullopt, Precision::Fp32});
+  EXPECT_EQ(load_train_config_yaml(c.text, "params.yaml").precision, Precision::Fp32);
+}
+
 TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
   const std::string yaml =
       "# a comment\nmodel: {name: mlp, input_size: 784, hidden_sizes: [8]}\ntrain_input: {data: fashion_mnist}\n"
@@ -782,7 +878,7 @@ TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
   EXPECT_EQ(unchanged.text, yaml);  // nothing overridden: the file as written, comments included
 
   TrainConfig c = load_train_config_yaml(yaml, "as_given.yaml");
-  apply_run_overrides(c, {int64_t{12}, uint64_t{9}, 1, std::nullopt});
+  apply_run_overrides(c, {int64_t{12}, uint64_t{9}, 1, std::nullopt, std::nullopt});
   EXPECT_EQ(c.run.max_steps, 12);
   EXPECT_EQ(c.run.num_epochs, 0);
   EXPECT_EQ(c.run.seed, 9u);
