@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sparsetrain/core/bf16.h"
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/isa.h"
 #include "sparsetrain/core/parallel.h"
@@ -17,6 +18,7 @@
 #include "sparsetrain/formats/random_mask.h"
 #include "sparsetrain/formats/sparse_weight.h"
 #include "sparsetrain/kernels/dense_gemm.h"
+#include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/kernels/dense_isa.h"
 #include "sparsetrain/ops/linear.h"
 
@@ -82,16 +84,32 @@ void fill_uniform(Matrix& m, const Philox& rng) {
   for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = rng.uniform(i) * 2.0f - 1.0f;
 }
 
-// The operands of one layer shape and token count, shared by the dense and sparse runs.
+// The operands of one layer shape and token count, shared by the dense and sparse runs. In bf16
+// the dense weight's bf16 copy is made once, as the optimizer step makes it in training; the
+// activations are converted inside every pass.
 struct LayerData {
   Matrix x, w, dy, y, dx, dw;
+  AlignedBuffer<Bf16> w16;
   LayerData(const Shape& s, int64_t tokens, uint64_t seed)
-      : x(tokens, s.in), w(s.out, s.in), dy(tokens, s.out), y(tokens, s.out), dx(tokens, s.in), dw(s.out, s.in) {
+      : x(tokens, s.in),
+        w(s.out, s.in),
+        dy(tokens, s.out),
+        y(tokens, s.out),
+        dx(tokens, s.in),
+        dw(s.out, s.in),
+        w16(static_cast<std::size_t>(s.out * s.in)) {
     fill_uniform(x, Philox(seed, "bench.x"));
     fill_uniform(w, Philox(seed, "bench.w"));
     fill_uniform(dy, Philox(seed, "bench.dy"));
+    to_bf16(w.data(), w16.data(), w.size());
   }
-  Passes dense_passes() {
+  Passes dense_passes(Precision precision) {
+    if (precision == Precision::Bf16) {
+      const ConstBf16MatrixView wv{w16.data(), w.rows(), w.cols(), w.cols()};
+      return {[this, wv] { dense_linear_fwd_bf16(x, wv, nullptr, y); },
+              [this, wv] { dense_linear_bwd_data_bf16(dy, wv, dx); },
+              [this] { dense_linear_bwd_weights_bf16(dy, x, dw, nullptr); }};
+    }
     return {[this] { dense_linear_fwd(x, w, nullptr, y); }, [this] { dense_linear_bwd_data(dy, w, dx); },
             [this] { dense_linear_bwd_weights(dy, x, dw, nullptr); }};
   }
@@ -103,16 +121,22 @@ struct CaseResult {
   int64_t nnz;
 };
 
-CaseResult time_case(LayerData& data, const FormatSpec& format, double sparsity, int repeats, uint64_t seed) {
+CaseResult time_case(LayerData& data, const FormatSpec& format, double sparsity, Precision precision, int repeats,
+                     uint64_t seed) {
   Mask mask = random_mask(format, data.w.rows(), data.w.cols(), sparsity, Philox(seed, "bench.mask"));
   auto w = SparseWeight::from_dense(format, data.w, mask);
   AlignedBuffer<float> dvalues(w->values().size());
   LinearWorkspace ws;
+  ws.precision = precision;
+  const bool bf16 = precision == Precision::Bf16;
   // The transposed values are gathered inside the backward pass and packing happens inside
-  // forward and backward, so all are timed.
-  const Passes sparse = {[&] { linear_forward(*w, nullptr, data.x, data.y, ws); },
+  // forward and backward, so all are timed; so is the bf16 copy of the values, made in forward.
+  const Passes sparse = {[&] {
+                           if (bf16) w->refresh_bf16();
+                           linear_forward(*w, nullptr, data.x, data.y, ws);
+                         },
                          [&] { linear_backward(*w, data.dy, ws, data.dx, dvalues.data(), nullptr); }, nullptr};
-  auto [dense_times, sparse_times] = time_interleaved(repeats, data.dense_passes(), sparse);
+  auto [dense_times, sparse_times] = time_interleaved(repeats, data.dense_passes(precision), sparse);
   return {dense_times, sparse_times, w->sparsity(), w->nnz()};
 }
 
@@ -140,9 +164,10 @@ int run_bench_linear(const BenchLinearOptions& o) {
   const int threads = num_threads();
   if (!o.json) {
     fmt::print(
-        "sparsetrain bench linear: {} threads, kernels {}, dense baseline oneDNN sgemm ({}); median of {} "
+        "sparsetrain bench linear: {}, {} threads, kernels {}, dense baseline oneDNN {} ({}); median of {} "
         "interleaved runs\n",
-        threads, isa_name(effective_isa()), dense_isa(), o.repeats);
+        precision_name(o.precision), threads, isa_name(effective_isa()),
+        o.precision == Precision::Bf16 ? "bf16 matmul" : "sgemm", dense_isa(), o.repeats);
     fmt::print(
         "step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s, bytes / {:.0f} GB/s)\n",
         o.peak_gflops, o.bandwidth_gbs);
@@ -157,19 +182,23 @@ int run_bench_linear(const BenchLinearOptions& o) {
         std::vector<double> levels = sparsities;
         if (format.kind == FormatKind::NM) levels = {format.implied_sparsity()};
         for (double s : levels) {
-          const CaseResult r = time_case(data, format, s, o.repeats, o.seed);
+          const CaseResult r = time_case(data, format, s, o.precision, o.repeats, o.seed);
           const StepTimes& dense = r.dense;
           const double dense_gflops = dense_flops / dense.total() / 1e6;
           const double flops = 3.0 * 2.0 * static_cast<double>(r.nnz) * static_cast<double>(t);
           const double useful_gflops = flops / r.sparse.total() / 1e6;
+          // Each pass reads its two operands once and writes its output; the packed operands of bf16
+          // take 2 bytes per value (the float32 outputs still 4).
+          const double value_bytes = o.precision == Precision::Bf16 ? 2.0 : 4.0;
           const double bytes_per_value =
-              format.kind == FormatKind::NM ? 4.25 : 4.0 + 4.0 / (format.block * format.block);
-          const double bytes = 3.0 * (4.0 * static_cast<double>(t * (shape.in + shape.out)) +
+              format.kind == FormatKind::NM ? value_bytes + 0.25 : value_bytes + 4.0 / (format.block * format.block);
+          const double bytes = 3.0 * ((value_bytes + 4.0) / 2.0 * static_cast<double>(t * (shape.in + shape.out)) +
                                       static_cast<double>(r.nnz) * bytes_per_value);
           const double floor_ms = std::max(flops / (o.peak_gflops * 1e6), bytes / (o.bandwidth_gbs * 1e6));
           const double speedup = dense.total() / r.sparse.total();
           if (o.json) {
             nlohmann::json j = {{"format", format.name()},
+                                {"precision", precision_name(o.precision)},
                                 {"sparsity", r.true_sparsity},
                                 {"tokens", t},
                                 {"in", shape.in},

@@ -1,8 +1,11 @@
 #pragma once
 // `sparsetrain bench linear`: times a linear layer's training step (forward, backward-data,
-// backward-weights) dense through oneDNN and sparse through sparsetrain's kernels in one process.
+// backward-weights) dense through oneDNN and sparse through sparsetrain's kernels in one process,
+// in float32 or bf16 mixed precision.
 #include <string>
 #include <vector>
+
+#include "sparsetrain/core/precision.h"
 
 namespace sparsetrain {
 
@@ -18,6 +21,9 @@ struct BenchLinearOptions {
   double peak_gflops = 427.0;   // for the floor: fp32 FMA peak of the cores used
   double bandwidth_gbs = 79.0;  // for the floor: read bandwidth
   uint64_t seed = 0;
+  // bf16: the sparse kernels' bf16 entries against oneDNN's bf16 matmul (operands rounded to bf16,
+  // float32 accumulation and outputs, both sides).
+  Precision precision = Precision::Fp32;
 };
 
 int run_bench_linear(const BenchLinearOptions& options);

@@ -24,6 +24,7 @@
 #include "sparsetrain/core/cpu_model.h"
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/isa.h"
+#include "sparsetrain/core/precision.h"
 #include "sparsetrain/core/verbose.h"
 #include "sparsetrain/kernels/dense_isa.h"
 
@@ -125,6 +126,9 @@ int main(int argc, char** argv) {
         ->check(kHfDir);
     a->add_option(names("--seed"), t.seed, "Seed (overrides runconfig.seed)");
     a->add_option(names("--threads"), t.threads, "Threads (overrides runconfig.num_threads)")->check(kAtLeastOne);
+    a->add_option(names("--precision"), t.precision,
+                  "fp32, or bf16 mixed precision (overrides model.mixed_precision and model.fp16_type)")
+        ->check(CLI::IsMember({"fp32", "bf16"}));
     a->add_flag(names("--no-progress"), t.no_progress, "No progress bar, even on a terminal");
   };
   TrainCommandOptions top;
@@ -213,6 +217,11 @@ int main(int argc, char** argv) {
   bench_linear->add_option(names("--bandwidth-gbs"), linear.bandwidth_gbs,
                            "Memory bandwidth used for the floor column");
   bench_linear->add_flag(names("--json"), linear.json, "One JSON object per line");
+  std::string linear_precision = "fp32";
+  bench_linear
+      ->add_option(names("--precision"), linear_precision,
+                   "fp32, or bf16: the sparse kernels' bf16 entries against oneDNN's bf16 matmul")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
 
   BenchTrainOptions train_bench;
   auto* bench_train =
@@ -261,7 +270,10 @@ int main(int argc, char** argv) {
                  isa_name(effective_isa()), isa_name(cpu_isa()), onednn_version(), dense_isa());
       return 0;
     }
-    if (bench_linear->parsed()) return run_bench_linear(linear);
+    if (bench_linear->parsed()) {
+      linear.precision = parse_precision(linear_precision, "--precision");
+      return run_bench_linear(linear);
+    }
     if (bench_train->parsed()) return run_bench_train(train_bench);
     if (config_command->parsed()) return run_config_command(config);
     if (generate_command->parsed()) return run_generate_command(generate);
