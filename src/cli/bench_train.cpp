@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "cli/memory_check.h"
+#include "sparsetrain/core/bf16.h"
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/isa.h"
 #include "sparsetrain/core/parallel.h"
 #include "sparsetrain/core/profile.h"
 #include "sparsetrain/kernels/dense_gemm.h"
+#include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/kernels/dense_isa.h"
 #include "sparsetrain/train/step.h"
 
@@ -46,16 +48,27 @@ double peak_resident_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports kilobytes
 }
 
-// oneDNN's forward GEMM Y [m x n] = X [m x k] W^T, median of 5 after a warm-up, in GFLOP/s.
-double gemm_gflops(int64_t m, int64_t n, int64_t k) {
+// oneDNN's forward product Y [m x n] = X [m x k] W^T in the run's precision (bf16: the layer's
+// product, X converted, W's bf16 copy made beforehand), median of 5 after a warm-up, in GFLOP/s.
+double gemm_gflops(int64_t m, int64_t n, int64_t k, Precision precision) {
   Matrix x(m, k, 0.5f), w(n, k, 0.25f), y(m, n);
+  AlignedBuffer<Bf16> w16(static_cast<std::size_t>(n * k));
+  to_bf16(w.data(), w16.data(), n * k);
   std::vector<double> ms;
   for (int i = 0; i < 6; ++i) {
     const auto t0 = Clock::now();
-    gemm(false, true, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, y.data(), n);
+    if (precision == Precision::Bf16)
+      dense_linear_fwd_bf16(x, {w16.data(), n, k, k}, nullptr, y);
+    else
+      gemm(false, true, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, y.data(), n);
     if (i > 0) ms.push_back(ms_since(t0));
   }
   return 2.0 * static_cast<double>(m * n * k) / median(ms) / 1e6;
+}
+
+// The precision both cases run in: --precision, else the config's.
+Precision precision_of(const BenchTrainOptions& o, const TrainConfig& config) {
+  return o.precision ? parse_precision(*o.precision, "--precision") : config.precision;
 }
 
 // The largest matrix parameter: the GEMM the dense rate is measured on.
@@ -114,6 +127,8 @@ int run_case(const BenchTrainOptions& o) {
     fail("bench train: --case is dense or sparse, got '{}'", o.run_case);
   TrainConfig config = load_train_config_file(o.params);
   if (o.run_case == "dense") config.sparsity = SparsityConfig{};
+  config.precision = precision_of(o, config);
+  const Precision precision = config.precision;
   const uint64_t seed = o.seed.value_or(config.run.seed);
   Setup s = make_setup(std::move(config), seed, /*load_data=*/true);
   Batch batch;
@@ -138,6 +153,7 @@ int run_case(const BenchTrainOptions& o) {
               {"peak_mb", peak_resident_mb()},
               {"model", s.model->describe()},
               {"threads", num_threads()},
+              {"precision", precision_name(precision)},
               {"isa", isa_name(effective_isa())},
               {"onednn_isa", dense_isa()}};
   if (o.profile) out["profile"] = step_profile(ms);
@@ -157,7 +173,7 @@ int run_case(const BenchTrainOptions& o) {
     out["gemm"] = {{"m", last.predictions},
                    {"n", p.rows()},
                    {"k", p.cols()},
-                   {"gflops", gemm_gflops(last.predictions, p.rows(), p.cols())}};
+                   {"gflops", gemm_gflops(last.predictions, p.rows(), p.cols(), precision)}};
   }
   fmt::print("{}\n", out.dump());
   return 0;
@@ -247,6 +263,7 @@ int run_bench_train(const BenchTrainOptions& o) {
       args.insert(args.end(), {"bench", "train", "--params", o.params, "--steps", std::to_string(o.steps), "--warmup",
                                std::to_string(o.warmup), "--threads", std::to_string(threads)});
       if (o.seed) args.insert(args.end(), {"--seed", std::to_string(*o.seed)});
+      if (o.precision) args.insert(args.end(), {"--precision", *o.precision});
       if (o.profile) args.push_back("--profile");
       args.insert(args.end(), {"--case", c});
       (std::string(c) == "dense" ? dense : sparse).push_back(run_child(args));
@@ -281,6 +298,7 @@ int run_bench_train(const BenchTrainOptions& o) {
                  {"isa", d["isa"]},
                  {"onednn_isa", d["onednn_isa"]},
                  {"threads", d["threads"]},
+                 {"precision", d["precision"]},
                  {"steps", o.steps},
                  {"warmup", o.warmup},
                  {"rounds", o.rounds},
@@ -315,9 +333,9 @@ int run_bench_train(const BenchTrainOptions& o) {
     fmt::print("{}\n", result.dump());
     return 0;
   }
-  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {} threads; kernels {}, oneDNN {}\n", o.params,
-             d["model"].get<std::string>(), tokens, unit, d["threads"].get<int>(), d["isa"].get<std::string>(),
-             d["onednn_isa"].get<std::string>());
+  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {} threads; {}; kernels {}, oneDNN {}\n", o.params,
+             d["model"].get<std::string>(), tokens, unit, d["threads"].get<int>(), d["precision"].get<std::string>(),
+             d["isa"].get<std::string>(), d["onednn_isa"].get<std::string>());
   fmt::print("median of {} steps after {} warm-up, {} round{} of dense and sparse processes\n\n", o.steps, o.warmup,
              o.rounds, o.rounds == 1 ? "" : "s");
   fmt::print("{:<7} {:>9} {:>10} {:>12} {:>13} {:>9} {:>17}\n", "case", "ms/step", fmt::format("{}/s", unit),

@@ -15,11 +15,12 @@ namespace sparsetrain {
 
 struct BenchTrainOptions {
   std::string params;
-  int steps = 5;   // timed steps per case (median reported)
-  int warmup = 2;  // untimed steps before them
-  int rounds = 1;  // dense/sparse pairs of processes
+  int steps = 5;    // timed steps per case (median reported)
+  int warmup = 2;   // untimed steps before them
+  int rounds = 1;   // dense/sparse pairs of processes
   int threads = 0;  // 0: the config's runconfig.num_threads, else OpenMP's default
   std::optional<uint64_t> seed;
+  std::optional<std::string> precision;  // fp32 or bf16 for both cases; default: the config's
   bool json = false;
   bool profile = false;  // also time each phase of the step (core/profile.h)
   std::string run_case;  // "dense" or "sparse": run that case in this process, print one JSON line

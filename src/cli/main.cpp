@@ -237,6 +237,10 @@ int main(int argc, char** argv) {
       ->check(kAtLeastOne);
   bench_train->add_option(names("--seed"), train_bench.seed, "Seed (default: the config's)");
   bench_train->add_flag(names("--json"), train_bench.json, "One JSON object instead of the table");
+  bench_train
+      ->add_option(names("--precision"), train_bench.precision,
+                   "fp32 or bf16 for both cases (default: the config's model.mixed_precision)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   bench_train->add_flag(names("--profile"), train_bench.profile,
                         "Also time each phase of the step (linear layers, attention, head, optimizer, ...)");
   bench_train
