@@ -58,6 +58,8 @@ set(SPARSETRAIN_AVX2_FLAGS -mavx2 -mfma -mno-avx512f)
 # clang (fuzz builds) has no such warning and would warn about the unknown option.
 set(SPARSETRAIN_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
   $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
+# The bf16 kernels' vdpbf16ps entries: AVX-512 with AVX512-BF16, chosen at run time like the rest.
+set(SPARSETRAIN_AVX512_BF16_FLAGS ${SPARSETRAIN_AVX512_FLAGS} -mavx512bf16)
 
 function(sparsetrain_isa_sources isa)
   foreach(src IN LISTS ARGN)

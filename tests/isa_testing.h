@@ -11,7 +11,7 @@ namespace sparsetrain::testing_isa {
 // Every kernel ISA this machine and build can run, the reference first.
 inline std::vector<CpuIsa> usable_isas() {
   std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512})
+  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16})
     if (isa <= cpu_isa()) isas.push_back(isa);
   return isas;
 }

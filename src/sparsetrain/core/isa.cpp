@@ -13,14 +13,15 @@ std::string_view isa_name(CpuIsa isa) {
     case CpuIsa::Ref: return "ref";
     case CpuIsa::Avx2: return "avx2";
     case CpuIsa::Avx512: return "avx512";
+    case CpuIsa::Avx512Bf16: return "avx512_bf16";
   }
   return "unknown";
 }
 
 CpuIsa parse_isa(std::string_view text, std::string_view source) {
-  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512})
+  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16})
     if (text == isa_name(isa)) return isa;
-  fail("{}: unknown ISA '{}'; expected one of: avx512, avx2, ref", source, text);
+  fail("{}: unknown ISA '{}'; expected one of: avx512_bf16, avx512, avx2, ref", source, text);
 }
 
 CpuIsa cpu_isa() {
@@ -29,7 +30,7 @@ CpuIsa cpu_isa() {
 #ifdef SPARSETRAIN_HAVE_AVX512
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-      return CpuIsa::Avx512;
+      return __builtin_cpu_supports("avx512bf16") ? CpuIsa::Avx512Bf16 : CpuIsa::Avx512;
 #endif
 #ifdef SPARSETRAIN_HAVE_AVX2
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::Avx2;
@@ -45,7 +46,7 @@ std::atomic<int> max_isa_override{-1};
 CpuIsa env_max_isa() {
   static const CpuIsa from_env = [] {
     const char* value = std::getenv("SPARSETRAIN_MAX_ISA");
-    if (value == nullptr || *value == '\0') return CpuIsa::Avx512;
+    if (value == nullptr || *value == '\0') return CpuIsa::Avx512Bf16;
     return parse_isa(value, "environment variable SPARSETRAIN_MAX_ISA");
   }();
   return from_env;

@@ -54,7 +54,7 @@ template <typename Problem, typename Fn>
 using KernelList = std::vector<KernelImpl<Problem, Fn>>;
 
 // Writing a list. SPARSETRAIN_IMPL(isa, impl, rejects) is the entry for the function isa::impl
-// (isa: avx512, avx2 or ref), named "<impl>_<isa>", with `rejects` nullptr or the function that
+// (isa: avx512_bf16, avx512, avx2 or ref), named "<impl>_<isa>", with `rejects` nullptr or the function that
 // says why it declines a problem. SPARSETRAIN_IMPL_LIST(entries, kernel) is the list of
 // entries(isa), a macro giving one ISA's entries, for each vector ISA the build compiled, fastest
 // first, then ref::kernel, which takes every problem:
@@ -65,6 +65,7 @@ using KernelList = std::vector<KernelImpl<Problem, Fn>>;
 //
 // A kernel the vector code does not specialize has one entry per ISA, named "<kernel>_<isa>".
 // Another data type is another list, with its own Fn, written the same way.
+#define SPARSETRAIN_CPU_ISA_avx512_bf16 CpuIsa::Avx512Bf16
 #define SPARSETRAIN_CPU_ISA_avx512 CpuIsa::Avx512
 #define SPARSETRAIN_CPU_ISA_avx2 CpuIsa::Avx2
 #define SPARSETRAIN_CPU_ISA_ref CpuIsa::Ref
@@ -81,6 +82,13 @@ using KernelList = std::vector<KernelImpl<Problem, Fn>>;
 #endif
 #define SPARSETRAIN_IMPL_LIST(entries, kernel) \
   { SPARSETRAIN_IF_AVX512(entries(avx512)) SPARSETRAIN_IF_AVX2(entries(avx2)) SPARSETRAIN_IMPL(ref, kernel, nullptr) }
+// The same list after `first`, entries of avx512_bf16 (AVX-512 with AVX512-BF16), which are
+// compiled wherever AVX-512 is.
+#define SPARSETRAIN_IMPL_LIST_AFTER(first, entries, kernel)                                             \
+  {                                                                                                      \
+    SPARSETRAIN_IF_AVX512(first) SPARSETRAIN_IF_AVX512(entries(avx512)) SPARSETRAIN_IF_AVX2(entries(avx2)) \
+        SPARSETRAIN_IMPL(ref, kernel, nullptr)                                                           \
+  }
 
 template <typename Problem, typename Fn>
 const KernelImpl<Problem, Fn>& pick(std::string_view kernel, const KernelList<Problem, Fn>& list, const Problem& p) {

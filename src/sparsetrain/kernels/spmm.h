@@ -153,4 +153,14 @@ SPARSETRAIN_DECLARE_KERNELS(Bf16, _bf16)
 }  // namespace avx512
 #undef SPARSETRAIN_DECLARE_KERNELS
 
+// AVX512-BF16 entries (vdpbf16ps), bf16 only, for the kernels they specialize; the lists put them
+// first, before the AVX-512 bf16 entries (spmm_avx512_bf16.cpp).
+namespace avx512_bf16 {
+SpmmFwdFnT<Bf16> spmm_fwd_csr_bf16, spmm_fwd_bcsr4_bf16, spmm_fwd_bcsr8_bf16, spmm_fwd_bcsr16_bf16;
+CsrBackwardFnT<Bf16> csr_backward_bf16;
+SddmmFnT<Bf16> sddmm_csr_bf16, sddmm_bcsr16_bf16;
+NmFwdFnT<Bf16> nm_fwd_n2_bf16, nm_fwd_any_bf16;
+NmSddmmFnT<Bf16> nm_sddmm_bf16;
+}  // namespace avx512_bf16
+
 }  // namespace sparsetrain

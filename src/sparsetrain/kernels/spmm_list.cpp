@@ -96,15 +96,19 @@ struct Lists<float> {
 template <>
 struct Lists<Bf16> {
   static inline const NamedList<BlockSparseViewT<Bf16>, SpmmFwdFnT<Bf16>> spmm_fwd{
-      "spmm_fwd_bf16", SPARSETRAIN_IMPL_LIST(SPMM_FWD_BF16, spmm_fwd_bf16)};
+      "spmm_fwd_bf16", SPARSETRAIN_IMPL_LIST_AFTER(SPMM_FWD(avx512_bf16, _bf16), SPMM_FWD_BF16, spmm_fwd_bf16)};
   static inline const NamedList<BlockSparseViewT<Bf16>, SddmmFnT<Bf16>> sddmm{
-      "sddmm_bf16", SPARSETRAIN_IMPL_LIST(SDDMM_BF16, sddmm_bf16)};
+      "sddmm_bf16",
+      SPARSETRAIN_IMPL_LIST_AFTER(SPARSETRAIN_IMPL(avx512_bf16, sddmm_csr_bf16, needs_block<1>)
+                                      SPARSETRAIN_IMPL(avx512_bf16, sddmm_bcsr16_bf16, needs_block<16>),
+                                  SDDMM_BF16, sddmm_bf16)};
   static inline const NamedList<BlockSparseViewT<Bf16>, CsrBackwardFnT<Bf16>> csr_backward{
-      "csr_backward_bf16", SPARSETRAIN_IMPL_LIST(CSR_BACKWARD_BF16, csr_backward_bf16)};
-  static inline const NamedList<NmViewT<Bf16>, NmFwdFnT<Bf16>> nm_fwd{"nm_fwd_bf16",
-                                                                      SPARSETRAIN_IMPL_LIST(NM_FWD_BF16, nm_fwd_bf16)};
+      "csr_backward_bf16",
+      SPARSETRAIN_IMPL_LIST_AFTER(CSR_BACKWARD(avx512_bf16, _bf16), CSR_BACKWARD_BF16, csr_backward_bf16)};
+  static inline const NamedList<NmViewT<Bf16>, NmFwdFnT<Bf16>> nm_fwd{
+      "nm_fwd_bf16", SPARSETRAIN_IMPL_LIST_AFTER(NM_FWD(avx512_bf16, _bf16), NM_FWD_BF16, nm_fwd_bf16)};
   static inline const NamedList<NmViewT<Bf16>, NmSddmmFnT<Bf16>> nm_sddmm{
-      "nm_sddmm_bf16", SPARSETRAIN_IMPL_LIST(NM_SDDMM_BF16, nm_sddmm_bf16)};
+      "nm_sddmm_bf16", SPARSETRAIN_IMPL_LIST_AFTER(NM_SDDMM(avx512_bf16, _bf16), NM_SDDMM_BF16, nm_sddmm_bf16)};
   static inline const NamedList<NmTransposedViewT<Bf16>, NmBwdDataFnT<Bf16>> nm_bwd_data{
       "nm_bwd_data_bf16", SPARSETRAIN_IMPL_LIST(NM_BWD_DATA_BF16, nm_bwd_data_bf16)};
   static inline const NamedList<PackedTokensBf16, PackRowsFnT<Bf16>> pack_rows{

@@ -9,8 +9,10 @@
 namespace sparsetrain {
 namespace {
 
-TEST(Isa, ParseAcceptsTheThreeNames) {
-  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512}) EXPECT_EQ(parse_isa(isa_name(isa), "t"), isa);
+TEST(Isa, ParseAcceptsTheFourNames) {
+  for (CpuIsa isa : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16})
+    EXPECT_EQ(parse_isa(isa_name(isa), "t"), isa);
+  EXPECT_EQ(parse_isa("avx512_bf16", "t"), CpuIsa::Avx512Bf16);
   EXPECT_EQ(parse_isa("avx512", "t"), CpuIsa::Avx512);
   EXPECT_EQ(parse_isa("avx2", "t"), CpuIsa::Avx2);
   EXPECT_EQ(parse_isa("ref", "t"), CpuIsa::Ref);
@@ -25,7 +27,7 @@ TEST(Isa, ParseRejectsOtherTextNamingTheSourceAndValue) {
       const std::string what = e.what();
       EXPECT_NE(what.find("environment variable SPARSETRAIN_MAX_ISA"), std::string::npos) << what;
       EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
-      EXPECT_NE(what.find("avx512, avx2, ref"), std::string::npos) << what;
+      EXPECT_NE(what.find("avx512_bf16, avx512, avx2, ref"), std::string::npos) << what;
     }
   }
 }
@@ -37,13 +39,13 @@ class IsaCap : public ::testing::Test {
 };
 
 TEST_F(IsaCap, CapsTheEffectiveIsa) {
-  for (CpuIsa cap : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512}) {
+  for (CpuIsa cap : {CpuIsa::Ref, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16}) {
     set_max_isa(cap);
     EXPECT_EQ(max_isa(), cap);
     EXPECT_EQ(effective_isa(), std::min(cap, cpu_isa())) << "cap " << isa_name(cap);
     EXPECT_TRUE(isa_usable(CpuIsa::Ref));
-    EXPECT_EQ(isa_usable(CpuIsa::Avx2), cap >= CpuIsa::Avx2 && cpu_isa() >= CpuIsa::Avx2);
-    EXPECT_EQ(isa_usable(CpuIsa::Avx512), cap == CpuIsa::Avx512 && cpu_isa() == CpuIsa::Avx512);
+    for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16})
+      EXPECT_EQ(isa_usable(isa), cap >= isa && cpu_isa() >= isa) << "cap " << isa_name(cap) << ", " << isa_name(isa);
   }
 }
 

@@ -61,7 +61,15 @@ inline void store_pending_slice(PendingRows& p, const float* bias, MatrixView y)
   store_transposed(p.stage + tb, p.rows, p.r0, std::min(W, p.valid - tb), bias, y, p.t0 + tb);
 }
 
-template <int B, typename E>
+// The block forward's products as a policy (see FmaProducts): FmaBlockRows runs block_row_fwd.
+struct FmaBlockRows {
+  template <int B, typename E, typename Between>
+  static void row(const BlockSparseViewT<E>& w, const E* xp, int64_t br, float* stage, Between&& between) {
+    block_row_fwd<B>(w, xp, br, stage, between);
+  }
+};
+
+template <int B, typename Rows = FmaBlockRows, typename E>
 void block_fwd(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y, Range tiles,
                Range block_rows) {
   // Small blocks compute several block-rows per group so the transposed store sees whole groups
@@ -76,7 +84,7 @@ void block_fwd(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, const fl
     const int valid = tile_tokens(x, tile);
     for (int64_t br0 = block_rows.begin; br0 < block_rows.end; br0 += kGroup) {
       const int n = static_cast<int>(std::min<int64_t>(kGroup, block_rows.end - br0));
-      for (int g = 0; g < n; ++g) block_row_fwd<B>(w, xp, br0 + g, stage[cur] + g * B * kTokenTile, drain);
+      for (int g = 0; g < n; ++g) Rows::template row<B>(w, xp, br0 + g, stage[cur] + g * B * kTokenTile, drain);
       while (pending.next < pending.valid) drain();
       const int rows = static_cast<int>(std::min<int64_t>(n * B, w.rows - br0 * B));
       pending = PendingRows{stage[cur], rows, br0 * B, tile * kTokenTile, valid, 0};
@@ -272,10 +280,23 @@ inline void block_sddmm_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>&
 inline constexpr int64_t kSddmmPanelBytes = 512 * 1024;
 inline constexpr int64_t kSddmmTiles = 4;
 
-template <int B, typename E>
+// The weight pass's products as a policy (see FmaProducts): FmaBlockGrads transposes dY's
+// block-row into dyt (transpose_dy_rows) and runs the outer products (block_sddmm_blocks).
+struct FmaBlockGrads {
+  template <int B, typename E>
+  static void transpose_dy(const PackedTokensT<E>& dy, int64_t row0, int64_t t0, int64_t t1, float* dyt) {
+    transpose_dy_rows<B>(dy, row0, t0, t1, dyt);
+  }
+  template <int B, typename E>
+  static void blocks(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, int32_t k, int32_t end, const float* dyt,
+                     int64_t t0, int64_t t1, float* dvalues, bool overwrite) {
+    block_sddmm_blocks<B, SddmmShape<B>::NB>(w, x, k, end, dyt, t0, t1, dvalues, overwrite);
+  }
+};
+
+template <int B, typename Grads = FmaBlockGrads, typename E>
 void block_sddmm(const BlockSparseViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues,
                  bool accumulate, Range block_rows) {
-  using S = SddmmShape<B>;
   constexpr int64_t kFeatureBytes = kTokenTile * sizeof(E);
   const int64_t panel = std::max<int64_t>(x.features_padded, 1) * kFeatureBytes;  // X bytes per tile
   int64_t chunk = std::max<int64_t>(1, kSddmmPanelBytes / panel);
@@ -303,8 +324,8 @@ void block_sddmm(const BlockSparseViewT<E>& w, const PackedTokensT<E>& dy, const
           block_sddmm_dots<B>(dy, x, br, w.col + k0, k1 - k0, t0, t1, dvalues + static_cast<int64_t>(k0) * B * B,
                               overwrite);
         } else {
-          transpose_dy_rows<B>(dy, br * B, t0, t1, dyt.data());
-          block_sddmm_blocks<B, S::NB>(w, x, k0, k1, dyt.data(), t0, t1, dvalues, overwrite);
+          Grads::template transpose_dy<B>(dy, br * B, t0, t1, dyt.data());
+          Grads::template blocks<B>(w, x, k0, k1, dyt.data(), t0, t1, dvalues, overwrite);
         }
         k0 = k1;
       }

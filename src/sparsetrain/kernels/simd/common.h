@@ -128,9 +128,24 @@ inline V row_group_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, i
   return Simd::reduce_lanes(acc);
 }
 
+// The products the bodies below take as policies, so an ISA with other instructions for them
+// (AVX512-BF16's pair dot products, spmm_avx512_bf16.cpp) reuses the rest: these are the float32
+// FMA ones, which widen bf16 operands as they load them.
+struct FmaProducts {
+  template <typename E, typename ColOf>
+  static void row_dot(const E* xp, const E* val, int64_t count, ColOf col_of, float* out, bool accumulate) {
+    SPARSETRAIN_SIMD_NS::row_dot(xp, val, count, col_of, out, accumulate);
+  }
+  template <typename E>
+  static V row_group_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, int64_t r, const int32_t* cols,
+                          int64_t t0, int64_t t1) {
+    return SPARSETRAIN_SIMD_NS::row_group_dots(dy, x, r, cols, t0, t1);
+  }
+};
+
 // SDDMM over rows whose entries are a flat list: entry k of row r has column col_of(r, k) and
 // value slot first(r) + k. Used by CSR and N:M.
-template <typename E, typename Count, typename First, typename ColOf>
+template <typename Products = FmaProducts, typename E, typename Count, typename First, typename ColOf>
 void rowlist_sddmm(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues, bool accumulate, Range rows,
                    Count count, First first, ColOf col_of) {
   const int64_t chunk = tiles_per_chunk(x);
@@ -144,7 +159,7 @@ void rowlist_sddmm(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float*
         int n = static_cast<int>(std::min<int64_t>(W, nnz - k0));
         int32_t cols[W];
         for (int j = 0; j < W; ++j) cols[j] = col_of(r, k0 + std::min(j, n - 1));
-        add_lanes(dst + k0, row_group_dots(dy, x, r, cols, t0, t1), n, overwrite);
+        add_lanes(dst + k0, Products::row_group_dots(dy, x, r, cols, t0, t1), n, overwrite);
       }
     }
   }

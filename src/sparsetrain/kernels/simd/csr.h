@@ -51,14 +51,14 @@ inline void csr_rows(const BlockSparseViewT<E>& w, Range rows, int64_t tile, con
   }
 }
 
-template <typename E>
+template <typename Products = FmaProducts, typename E>
 inline void csr_fwd(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y,
                     Range tiles, Range rows) {
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
     const E* xp = x.tile(tile);
     csr_rows<1>(w, rows, tile, x, bias, y, [&](int64_t, EntryRange e, float* out, int64_t, bool accumulate) {
-      row_dot(xp, w.values + e.begin, e.end - e.begin, [col = w.col + e.begin](int64_t k) { return col[k]; }, out,
-              accumulate);
+      Products::row_dot(xp, w.values + e.begin, e.end - e.begin,
+                        [col = w.col + e.begin](int64_t k) { return col[k]; }, out, accumulate);
     });
   }
 }
@@ -90,7 +90,16 @@ inline void backward_group(const E* const* dyp, const E* const* xk, const int32_
   add_lanes(dwt, Simd::reduce_lanes(acc), count, overwrite);
 }
 
-template <int NT, typename E>
+// The fused backward's products as a policy (see FmaProducts): FmaGroups runs backward_group.
+struct FmaGroups {
+  template <bool kFull, int NT, typename E>
+  static void group(const E* const* dyp, const E* const* xk, const int32_t* col, const E* val, int count,
+                    V (*dxa)[NV], float* dwt, bool overwrite) {
+    backward_group<kFull, NT>(dyp, xk, col, val, count, dxa, dwt, overwrite);
+  }
+};
+
+template <int NT, typename Groups, typename E>
 inline void csr_backward_tiles(const BlockSparseViewT<E>& wt, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
                                MatrixView dx, float* dwt, Range rows, int64_t tile) {
   const E* dyp[NT];
@@ -111,26 +120,27 @@ inline void csr_backward_tiles(const BlockSparseViewT<E>& wt, const PackedTokens
                  }
                  int32_t g = e.begin;
                  for (; g + W <= e.end; g += W)
-                   backward_group<true, NT>(dyp, xk, wt.col + g, wt.values + g, W, dxa, dwt + g, overwrite);
-                 if (g < e.end) backward_group<false, NT>(dyp, xk, wt.col + g, wt.values + g, e.end - g, dxa, dwt + g, overwrite);
+                   Groups::template group<true, NT>(dyp, xk, wt.col + g, wt.values + g, W, dxa, dwt + g, overwrite);
+                 if (g < e.end) Groups::template group<false, NT>(dyp, xk, wt.col + g, wt.values + g, e.end - g, dxa, dwt + g,
+                                        overwrite);
                  for (int c = 0; c < NT; ++c)
                    for (int v = 0; v < NV; ++v) Simd::store(out + c * stride + v * W, dxa[c][v]);
                });
 }
 
 // Tile pairs, then the odd tile out.
-template <typename E>
+template <typename Groups = FmaGroups, typename E>
 inline void csr_backward(const BlockSparseViewT<E>& wt, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
                          MatrixView dx, float* dwt, Range rows) {
   int64_t tile = 0;
-  for (; tile + 2 <= dy.tiles; tile += 2) csr_backward_tiles<2>(wt, dy, x, dx, dwt, rows, tile);
-  if (tile < dy.tiles) csr_backward_tiles<1>(wt, dy, x, dx, dwt, rows, tile);
+  for (; tile + 2 <= dy.tiles; tile += 2) csr_backward_tiles<2, Groups>(wt, dy, x, dx, dwt, rows, tile);
+  if (tile < dy.tiles) csr_backward_tiles<1, Groups>(wt, dy, x, dx, dwt, rows, tile);
 }
 
-template <typename E>
+template <typename Products = FmaProducts, typename E>
 inline void csr_sddmm(const BlockSparseViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
                       float* dvalues, bool accumulate, Range rows) {
-  rowlist_sddmm(
+  rowlist_sddmm<Products>(
       dy, x, dvalues, accumulate, rows, [&](int64_t r) { return w.row_ptr[r + 1] - w.row_ptr[r]; },
       [&](int64_t r) { return w.row_ptr[r]; }, [&](int64_t r, int64_t k) { return w.col[w.row_ptr[r] + k]; });
 }

@@ -7,10 +7,14 @@
 #include "sparsetrain/core/bf16.h"
 
 // Kernel bodies live in SPARSETRAIN_SIMD_NS; the entry points spmm.h and attention_kernels.h
-// declare are defined in SPARSETRAIN_ISA_NS.
+// declare are defined in SPARSETRAIN_ISA_NS. A translation unit compiled with more than AVX-512
+// (spmm_avx512_bf16.cpp) names namespaces of its own first, so no inline body compiled with its
+// flags can stand in for the AVX-512 one at link time.
+#ifndef SPARSETRAIN_SIMD_NS
 #define SPARSETRAIN_SIMD_NS avx512_detail
 #define SPARSETRAIN_ISA_NS avx512
-namespace sparsetrain::avx512_detail {
+#endif
+namespace sparsetrain::SPARSETRAIN_SIMD_NS {
 struct Simd {
   using V = __m512;
   static constexpr int W = 16;
@@ -82,4 +86,4 @@ struct Simd {
                          _mm512_shuffle_f32x4(l3[0], l3[1], _MM_SHUFFLE(3, 1, 3, 1)));
   }
 };
-}  // namespace sparsetrain::avx512_detail
+}  // namespace sparsetrain::SPARSETRAIN_SIMD_NS

@@ -59,18 +59,26 @@ inline void nm_fwd_rows(const NmViewT<E>& w, const E* xp, int64_t r0, float* out
   }
 }
 
-template <int kN, typename E>
+// The forward's products as a policy (see FmaProducts): FmaNmRows runs nm_fwd_rows.
+struct FmaNmRows {
+  template <int R, int kN, typename E>
+  static void rows(const NmViewT<E>& w, const E* xp, int64_t r0, float* out) {
+    nm_fwd_rows<R, kN>(w, xp, r0, out);
+  }
+};
+
+template <int kN, typename Rows, typename E>
 inline void nm_fwd_block(const NmViewT<E>& w, const E* xp, int64_t r0, int rows, float* out) {
   int i = 0;
-  for (; i + kNmRows <= rows; i += kNmRows) nm_fwd_rows<kNmRows, kN>(w, xp, r0 + i, out + i * kTokenTile);
+  for (; i + kNmRows <= rows; i += kNmRows) Rows::template rows<kNmRows, kN>(w, xp, r0 + i, out + i * kTokenTile);
   const int rest = rows - i;
   [&]<int... R>(std::integer_sequence<int, R...>) {
-    ((rest == R + 1 ? nm_fwd_rows<R + 1, kN>(w, xp, r0 + i, out + i * kTokenTile) : void()), ...);
+    ((rest == R + 1 ? Rows::template rows<R + 1, kN>(w, xp, r0 + i, out + i * kTokenTile) : void()), ...);
   }(std::make_integer_sequence<int, kNmRows - 1>{});
 }
 
 // kN = 2 for N = 2 only, 0 for any N.
-template <int kN, typename E>
+template <int kN, typename Rows = FmaNmRows, typename E>
 inline void nm_fwd(const NmViewT<E>& w, const PackedTokensT<E>& x, const float* bias, MatrixView y, Range tiles,
                    Range rows) {
   alignas(64) float stage[kNmStage * kTokenTile];
@@ -79,7 +87,7 @@ inline void nm_fwd(const NmViewT<E>& w, const PackedTokensT<E>& x, const float* 
     const int valid = tile_tokens(x, tile);
     for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kNmStage) {
       const int n = static_cast<int>(std::min<int64_t>(kNmStage, rows.end - r0));
-      nm_fwd_block<kN>(w, xp, r0, n, stage);
+      nm_fwd_block<kN, Rows>(w, xp, r0, n, stage);
       store_transposed(stage, n, r0, valid, bias, y, tile * kTokenTile);
     }
   }
@@ -93,7 +101,7 @@ constexpr int64_t kNmChunkTiles = 4;
 constexpr int kNmGradRows = 32;
 constexpr int64_t kNmSliceBytes = 512 * 1024;
 
-template <typename E>
+template <typename Products = FmaProducts, typename E>
 inline void nm_sddmm(const NmViewT<E>& w, const PackedTokensT<E>& dy, const PackedTokensT<E>& x, float* dvalues,
                      bool accumulate, Range rows) {
   const int n = w.n, m = w.m;
@@ -125,7 +133,7 @@ inline void nm_sddmm(const NmViewT<E>& w, const PackedTokensT<E>& dy, const Pack
                 ++gj;
               }
             }
-            add_lanes(dvalues + r * per_row + k0, row_group_dots(dy, x, r, cols, t0, t1), cnt, overwrite);
+            add_lanes(dvalues + r * per_row + k0, Products::row_group_dots(dy, x, r, cols, t0, t1), cnt, overwrite);
           }
         }
       }
