@@ -191,7 +191,8 @@ int main(int argc, char** argv) {
                            "The parameter whose masks to draw (default: the first sparse one by name)");
   IsaOptions isa;
   bool verbose = false;
-  app.add_option(names("--max-isa"), isa.max_isa, "Cap the kernel ISA: avx512_bf16, avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
+  app.add_option(names("--max-isa"), isa.max_isa,
+                 "Cap the kernel ISA: avx512_bf16, avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
   app.add_option(names("--onednn-max-isa"), isa.onednn_max_isa,
                  "Cap oneDNN's ISA: avx2, avx512_core, avx512_core_bf16, ... (as ONEDNN_MAX_CPU_ISA)");
   app.add_flag(names("--portable"), isa.portable,

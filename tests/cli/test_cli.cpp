@@ -797,7 +797,8 @@ TEST(CliErrors, HelpExitsZero) {
 TEST(CliIsa, UnknownMaxIsaExitsOneNamingTheValue) {
   const CliResult r = run_cli({"--max-isa", "bogus", "bench", "linear"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.err, "--max-isa: unknown ISA 'bogus'; expected one of: avx512_bf16, avx512, avx2, ref")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--max-isa: unknown ISA 'bogus'; expected one of: avx512_bf16, avx512, avx2, ref"))
+      << r.err;
 }
 
 TEST(CliIsa, UnknownIsaInTheEnvironmentExitsOneNamingTheVariable) {
@@ -859,10 +860,9 @@ TEST(CliIsa, PortableCapsBothIsasOnABuildWithoutMarchNative) {
 TEST(CliIsa, UnknownIsaInTheEnvironmentMakesVersionExitOne) {
   const CliResult r = run_cli({"--version"}, {"SPARSETRAIN_MAX_ISA=avx3"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(
-      r.err,
-      "sparsetrain: error: environment variable SPARSETRAIN_MAX_ISA: unknown ISA 'avx3'; expected one of: "
-      "avx512_bf16, avx512, avx2, ref\n");
+  EXPECT_EQ(r.err,
+            "sparsetrain: error: environment variable SPARSETRAIN_MAX_ISA: unknown ISA 'avx3'; expected one of: "
+            "avx512_bf16, avx512, avx2, ref\n");
   EXPECT_EQ(r.out, "");
   const CliResult capped = run_cli({"--version"}, {"SPARSETRAIN_MAX_ISA=ref"});
   EXPECT_EQ(capped.exit_code, 0) << capped.err;

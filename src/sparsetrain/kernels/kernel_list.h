@@ -84,10 +84,10 @@ using KernelList = std::vector<KernelImpl<Problem, Fn>>;
   { SPARSETRAIN_IF_AVX512(entries(avx512)) SPARSETRAIN_IF_AVX2(entries(avx2)) SPARSETRAIN_IMPL(ref, kernel, nullptr) }
 // The same list after `first`, entries of avx512_bf16 (AVX-512 with AVX512-BF16), which are
 // compiled wherever AVX-512 is.
-#define SPARSETRAIN_IMPL_LIST_AFTER(first, entries, kernel)                                             \
-  {                                                                                                      \
-    SPARSETRAIN_IF_AVX512(first) SPARSETRAIN_IF_AVX512(entries(avx512)) SPARSETRAIN_IF_AVX2(entries(avx2)) \
-        SPARSETRAIN_IMPL(ref, kernel, nullptr)                                                           \
+#define SPARSETRAIN_IMPL_LIST_AFTER(first, entries, kernel)                                                          \
+  {                                                                                                                  \
+    SPARSETRAIN_IF_AVX512(first)                                                                                     \
+    SPARSETRAIN_IF_AVX512(entries(avx512)) SPARSETRAIN_IF_AVX2(entries(avx2)) SPARSETRAIN_IMPL(ref, kernel, nullptr) \
   }
 
 template <typename Problem, typename Fn>

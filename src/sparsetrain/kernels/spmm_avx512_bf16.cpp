@@ -17,16 +17,20 @@
 // intrinsics as uninitialized (GCC bug 105593; see spmm_avx512.cpp).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#define SPARSETRAIN_SIMD_NS avx512_bf16_detail
-#define SPARSETRAIN_ISA_NS avx512_bf16
 #include <algorithm>
 #include <cstring>
 
+// The generic bodies in this unit's own namespaces, in the order they build on one another (as
+// kernels/spmm_simd.h includes them): the vector helpers, then the shared pieces, then each format.
+#define SPARSETRAIN_SIMD_NS avx512_bf16_detail
+#define SPARSETRAIN_ISA_NS avx512_bf16
 #include "sparsetrain/kernels/simd/isa_avx512.h"
+// clang-format off
 #include "sparsetrain/kernels/simd/common.h"
 #include "sparsetrain/kernels/simd/csr.h"
 #include "sparsetrain/kernels/simd/block.h"
 #include "sparsetrain/kernels/simd/nm.h"
+// clang-format on
 
 namespace sparsetrain::avx512_bf16_detail {
 
@@ -249,7 +253,8 @@ struct DpBlockGrads {
         }
       }
       Simd::transpose(acc);  // acc[i] lane j: dW[i][j]
-      for (int i = 0; i < W; ++i) add_block_vector(dvalues + static_cast<int64_t>(k) * B * B + i * B, acc[i], overwrite);
+      for (int i = 0; i < W; ++i)
+        add_block_vector(dvalues + static_cast<int64_t>(k) * B * B + i * B, acc[i], overwrite);
     }
   }
 };
@@ -266,8 +271,8 @@ void spmm_fwd_csr_bf16(const BlockSparseViewT<Bf16>& w, const PackedTokensBf16& 
   simd::Simd::stream_fence();
 }
 template <int B>
-void block_fwd(const BlockSparseViewT<Bf16>& w, const PackedTokensBf16& x, const float* bias, MatrixView y,
-               Range tiles, Range block_rows) {
+void block_fwd(const BlockSparseViewT<Bf16>& w, const PackedTokensBf16& x, const float* bias, MatrixView y, Range tiles,
+               Range block_rows) {
   simd::block_fwd<B, simd::DpBlockRows>(w, x, bias, y, tiles, block_rows);
   simd::Simd::stream_fence();
 }
@@ -279,8 +284,8 @@ void spmm_fwd_bcsr8_bf16(const BlockSparseViewT<Bf16>& w, const PackedTokensBf16
                          Range tiles, Range block_rows) {
   block_fwd<8>(w, x, bias, y, tiles, block_rows);
 }
-void spmm_fwd_bcsr16_bf16(const BlockSparseViewT<Bf16>& w, const PackedTokensBf16& x, const float* bias,
-                          MatrixView y, Range tiles, Range block_rows) {
+void spmm_fwd_bcsr16_bf16(const BlockSparseViewT<Bf16>& w, const PackedTokensBf16& x, const float* bias, MatrixView y,
+                          Range tiles, Range block_rows) {
   block_fwd<16>(w, x, bias, y, tiles, block_rows);
 }
 void csr_backward_bf16(const BlockSparseViewT<Bf16>& wt, const PackedTokensBf16& dy, const PackedTokensBf16& x,

@@ -98,10 +98,9 @@ struct Lists<Bf16> {
   static inline const NamedList<BlockSparseViewT<Bf16>, SpmmFwdFnT<Bf16>> spmm_fwd{
       "spmm_fwd_bf16", SPARSETRAIN_IMPL_LIST_AFTER(SPMM_FWD(avx512_bf16, _bf16), SPMM_FWD_BF16, spmm_fwd_bf16)};
   static inline const NamedList<BlockSparseViewT<Bf16>, SddmmFnT<Bf16>> sddmm{
-      "sddmm_bf16",
-      SPARSETRAIN_IMPL_LIST_AFTER(SPARSETRAIN_IMPL(avx512_bf16, sddmm_csr_bf16, needs_block<1>)
-                                      SPARSETRAIN_IMPL(avx512_bf16, sddmm_bcsr16_bf16, needs_block<16>),
-                                  SDDMM_BF16, sddmm_bf16)};
+      "sddmm_bf16", SPARSETRAIN_IMPL_LIST_AFTER(SPARSETRAIN_IMPL(avx512_bf16, sddmm_csr_bf16, needs_block<1>)
+                                                    SPARSETRAIN_IMPL(avx512_bf16, sddmm_bcsr16_bf16, needs_block<16>),
+                                                SDDMM_BF16, sddmm_bf16)};
   static inline const NamedList<BlockSparseViewT<Bf16>, CsrBackwardFnT<Bf16>> csr_backward{
       "csr_backward_bf16",
       SPARSETRAIN_IMPL_LIST_AFTER(CSR_BACKWARD(avx512_bf16, _bf16), CSR_BACKWARD_BF16, csr_backward_bf16)};
@@ -132,19 +131,26 @@ void check_grad_shapes(std::string_view kernel, int64_t w_rows, int64_t w_cols, 
          dy.features, x.tokens, x.features, w_rows, w_cols);
 }
 
+// Token tiles split evenly, every thread taking all rows, when there are at least two tiles per
+// thread or too few rows to split; returns whether it ran.
+template <typename Run>
+bool split_tiles(int64_t tiles, int64_t rows, Run& run) {
+  const int nth = num_threads();
+  if (tiles < 2 * nth && rows >= 2 * nth) return false;
+  parallel_run(static_cast<int>(std::min<int64_t>(tiles, nth)), [&](int ith, int n) {
+    Range t;
+    balance_even(tiles, ith, n, t.begin, t.end);
+    run(t, Range{0, rows});
+  });
+  return true;
+}
+
 // Forward split: token tiles when there are enough of them, else rows balanced by nonzeros.
 template <typename Run>
 void split_tiles_or_rows(int64_t tiles, std::span<const int32_t> row_prefix, Run run) {
-  const int nth = num_threads();
   const int64_t rows = static_cast<int64_t>(row_prefix.size()) - 1;
-  if (tiles >= 2 * nth || rows < 2 * nth) {
-    parallel_run(static_cast<int>(std::min<int64_t>(tiles, nth)), [&](int ith, int n) {
-      Range t;
-      balance_even(tiles, ith, n, t.begin, t.end);
-      run(t, Range{0, rows});
-    });
-    return;
-  }
+  if (split_tiles(tiles, rows, run)) return;
+  const int nth = num_threads();
   std::vector<int64_t> bounds = balance_prefix(row_prefix, nth);
   parallel_run(nth, [&](int ith, int) { run(Range{0, tiles}, Range{bounds[ith], bounds[ith + 1]}); });
 }
@@ -161,15 +167,7 @@ void split_rows_even(int64_t rows, Run run) {
 // The same with rows of equal work (N:M rows, column groups), split evenly.
 template <typename Run>
 void split_tiles_or_rows_even(int64_t tiles, int64_t rows, Run run) {
-  const int nth = num_threads();
-  if (tiles >= 2 * nth || rows < 2 * nth) {
-    parallel_run(static_cast<int>(std::min<int64_t>(tiles, nth)), [&](int ith, int n) {
-      Range t;
-      balance_even(tiles, ith, n, t.begin, t.end);
-      run(t, Range{0, rows});
-    });
-    return;
-  }
+  if (split_tiles(tiles, rows, run)) return;
   split_rows_even(rows, [&](Range r) { run(Range{0, tiles}, r); });
 }
 

@@ -57,8 +57,9 @@ inline void csr_fwd(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, con
   for (int64_t tile = tiles.begin; tile < tiles.end; ++tile) {
     const E* xp = x.tile(tile);
     csr_rows<1>(w, rows, tile, x, bias, y, [&](int64_t, EntryRange e, float* out, int64_t, bool accumulate) {
-      Products::row_dot(xp, w.values + e.begin, e.end - e.begin,
-                        [col = w.col + e.begin](int64_t k) { return col[k]; }, out, accumulate);
+      Products::row_dot(
+          xp, w.values + e.begin, e.end - e.begin, [col = w.col + e.begin](int64_t k) { return col[k]; }, out,
+          accumulate);
     });
   }
 }
@@ -93,8 +94,8 @@ inline void backward_group(const E* const* dyp, const E* const* xk, const int32_
 // The fused backward's products as a policy (see FmaProducts): FmaGroups runs backward_group.
 struct FmaGroups {
   template <bool kFull, int NT, typename E>
-  static void group(const E* const* dyp, const E* const* xk, const int32_t* col, const E* val, int count,
-                    V (*dxa)[NV], float* dwt, bool overwrite) {
+  static void group(const E* const* dyp, const E* const* xk, const int32_t* col, const E* val, int count, V (*dxa)[NV],
+                    float* dwt, bool overwrite) {
     backward_group<kFull, NT>(dyp, xk, col, val, count, dxa, dwt, overwrite);
   }
 };
@@ -121,8 +122,9 @@ inline void csr_backward_tiles(const BlockSparseViewT<E>& wt, const PackedTokens
                  int32_t g = e.begin;
                  for (; g + W <= e.end; g += W)
                    Groups::template group<true, NT>(dyp, xk, wt.col + g, wt.values + g, W, dxa, dwt + g, overwrite);
-                 if (g < e.end) Groups::template group<false, NT>(dyp, xk, wt.col + g, wt.values + g, e.end - g, dxa, dwt + g,
-                                        overwrite);
+                 if (g < e.end)
+                   Groups::template group<false, NT>(dyp, xk, wt.col + g, wt.values + g, e.end - g, dxa, dwt + g,
+                                                     overwrite);
                  for (int c = 0; c < NT; ++c)
                    for (int v = 0; v < NV; ++v) Simd::store(out + c * stride + v * W, dxa[c][v]);
                });
