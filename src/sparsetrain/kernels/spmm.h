@@ -161,6 +161,7 @@ CsrBackwardFnT<Bf16> csr_backward_bf16;
 SddmmFnT<Bf16> sddmm_csr_bf16, sddmm_bcsr16_bf16;
 NmFwdFnT<Bf16> nm_fwd_n2_bf16, nm_fwd_any_bf16;
 NmSddmmFnT<Bf16> nm_sddmm_bf16;
+NmBwdDataFnT<Bf16> nm_bwd_data_buckets_bf16;
 }  // namespace avx512_bf16
 
 }  // namespace sparsetrain

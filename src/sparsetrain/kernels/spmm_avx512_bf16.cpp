@@ -9,8 +9,8 @@
 // - passes that sum over tokens (the weight gradients) multiply two lines as they are: a lane's
 //   pair is two tokens of both operands, in the one order both were packed in.
 //
-// Only the bf16 lists hold these entries; kernels not specialized here (N:M backward-data, the
-// 4 x 4 and 8 x 8 block weight passes, packing) run their AVX-512 bf16 entries.
+// Only the bf16 lists hold these entries; kernels not specialized here (N:M backward-data for
+// M > 4, the 4 x 4 and 8 x 8 block weight passes, packing) run their AVX-512 bf16 entries.
 #include "sparsetrain/kernels/spmm.h"
 
 // GCC 12 reports the deliberately undefined passthrough operand inside its own AVX-512
@@ -18,6 +18,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 // The generic bodies in this unit's own namespaces, in the order they build on one another (as
@@ -214,6 +215,40 @@ struct DpNmRows {
   }
 };
 
+// N:M backward-data's bucket (see nm_bwd_bucket in simd/nm.h): every entry of a bucket feeds
+// the same features, so entries go in pairs, their two dY lines interleaved and multiplied, per
+// feature, by the pair of the two entries' weights; an odd count pairs the last with zeros.
+struct DpNmBuckets {
+  template <int kMask>
+  [[gnu::noinline]] static void bucket(const Bf16* dyp, int h0, const int32_t* row, const Bf16* val, int64_t count,
+                                       float* out) {
+    static_assert(kNmBwdVecs == NV);  // one pass covers the tile: h0 is 0
+    (void)h0;
+    constexpr int n = std::popcount(static_cast<unsigned>(kMask));
+    V acc[n][NV];
+    for (int s = 0; s < n; ++s)
+      for (int v = 0; v < NV; ++v) acc[s][v] = Simd::zero();
+    auto entries = [&](int64_t e, bool two) {
+      const Bf16* d0 = dyp + static_cast<int64_t>(row[e]) * kTokenTile;
+      const Bf16* d1 = two ? dyp + static_cast<int64_t>(row[e + 1]) * kTokenTile : nullptr;
+      for (int s = 0; s < n; ++s)
+        pair_lines(acc[s], d0, d1, pair_of(val[e * n + s], two ? val[(e + 1) * n + s] : Bf16{}));
+    };
+    int64_t e = 0;
+    for (; e + 1 < count; e += 2) entries(e, true);
+    if (e < count) entries(e, false);
+    int s = 0;
+    for (int f = 0; f < 4; ++f) {
+      if (!((kMask >> f) & 1)) continue;
+      for (int v = 0; v < NV; ++v) {
+        float* o = out + f * kTokenTile + v * W;
+        Simd::store(o, Simd::add(Simd::load(o), acc[s][v]));
+      }
+      ++s;
+    }
+  }
+};
+
 // The 16 x 16 block weight pass (see block_sddmm in simd/block.h): lanes are the block's rows.
 // dyt holds, per tile, dY's 16 rows transposed by dword, so vector q holds every row's token pair
 // q; each column's pair q is broadcast from its X line, and one instruction adds two tokens'
@@ -309,6 +344,11 @@ void nm_fwd_n2_bf16(const NmViewT<Bf16>& w, const PackedTokensBf16& x, const flo
 void nm_fwd_any_bf16(const NmViewT<Bf16>& w, const PackedTokensBf16& x, const float* bias, MatrixView y, Range tiles,
                      Range rows) {
   simd::nm_fwd<0, simd::DpNmRows>(w, x, bias, y, tiles, rows);
+  simd::Simd::stream_fence();
+}
+void nm_bwd_data_buckets_bf16(const NmTransposedViewT<Bf16>& wt, const PackedTokensBf16& dy, MatrixView dx,
+                              Range tiles, Range groups) {
+  simd::nm_bwd_data<true, simd::DpNmBuckets>(wt, dy, dx, tiles, groups);
   simd::Simd::stream_fence();
 }
 void nm_sddmm_bf16(const NmViewT<Bf16>& w, const PackedTokensBf16& dy, const PackedTokensBf16& x, float* dvalues,

@@ -67,7 +67,8 @@ void PrintTo(const Case& c, std::ostream* os) { *os << name_of(c); }
 // entry of f's block size or N:M pattern (kernels/spmm_list.cpp).
 // bf16 kernels carry a _bf16 suffix: spmm_fwd_bf16, its entries spmm_fwd_csr_bf16_avx512 ...
 // avx512_bf16 has entries of the bf16 forward of every format, the CSR backward passes, the
-// 16 x 16 and N:M weight passes; everything else at that cap runs the avx512 entry.
+// 16 x 16 and N:M weight passes and N:M backward-data for M <= 4; everything else at that cap
+// runs the avx512 entry.
 std::string impl_of(const std::string& kernel, const FormatSpec& f, CpuIsa isa, Precision precision) {
   const std::string sfx = precision == Precision::Bf16 ? "_bf16" : "";
   if (isa == CpuIsa::Ref) return kernel + sfx + "_ref";
@@ -76,7 +77,8 @@ std::string impl_of(const std::string& kernel, const FormatSpec& f, CpuIsa isa, 
     const bool dot_product_entry =
         precision == Precision::Bf16 &&
         (kernel == "spmm_fwd" || kernel == "nm_fwd" || kernel == "csr_backward" ||
-         (kernel == "sddmm" && !nm && (f.block == 1 || f.block == 16)) || kernel == "nm_sddmm");
+         (kernel == "sddmm" && !nm && (f.block == 1 || f.block == 16)) || kernel == "nm_sddmm" ||
+         (kernel == "nm_bwd_data" && f.m <= 4));
     if (!dot_product_entry) isa = CpuIsa::Avx512;
   }
   std::string variant;

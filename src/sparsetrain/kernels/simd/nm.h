@@ -184,8 +184,16 @@ template <int kMask, typename E>
   }
 }
 
+// Backward-data's products as a policy (see FmaProducts): FmaNmBuckets runs nm_bwd_bucket.
+struct FmaNmBuckets {
+  template <int kMask, typename E>
+  static void bucket(const E* dyp, int h, const int32_t* row, const E* val, int64_t count, float* out) {
+    nm_bwd_bucket<kMask>(dyp, h, row, val, count, out);
+  }
+};
+
 // dX features of group g for one tile, M <= 4: out[f][0..64) for f < M, added to when accumulate.
-template <typename E>
+template <typename Buckets, typename E>
 inline void nm_bwd_group_small(const NmTransposedViewT<E>& wt, const int32_t* ptr, const E* dyp, float* out,
                                bool accumulate) {
   if (!accumulate) std::fill_n(out, static_cast<int64_t>(wt.m) * kTokenTile, 0.0f);
@@ -194,8 +202,8 @@ inline void nm_bwd_group_small(const NmTransposedViewT<E>& wt, const int32_t* pt
     if (e0 == e1) continue;
     for (int h = 0; h < NV; h += kNmBwdVecs)
       [&]<int... kLess>(std::integer_sequence<int, kLess...>) {  // masks 1..15: N >= 1
-        ((p == kLess + 1 ? nm_bwd_bucket<kLess + 1>(dyp, h, wt.row + e0, wt.values + static_cast<int64_t>(e0) * wt.n,
-                                                    e1 - e0, out + h * W)
+        ((p == kLess + 1 ? Buckets::template bucket<kLess + 1>(
+                               dyp, h, wt.row + e0, wt.values + static_cast<int64_t>(e0) * wt.n, e1 - e0, out + h * W)
                          : void()),
          ...);
       }(std::make_integer_sequence<int, 15>{});
@@ -218,7 +226,7 @@ inline void nm_bwd_group_any(const NmTransposedViewT<E>& wt, const int32_t* ptr,
 }
 
 // kBuckets: M <= 4 only, each bucket in its fixed register code; otherwise any M, through L1.
-template <bool kBuckets, typename E>
+template <bool kBuckets, typename Buckets = FmaNmBuckets, typename E>
 inline void nm_bwd_data(const NmTransposedViewT<E>& wt, const PackedTokensT<E>& dy, MatrixView dx, Range tiles,
                         Range groups) {
   const int m = wt.m;
@@ -236,7 +244,7 @@ inline void nm_bwd_data(const NmTransposedViewT<E>& wt, const PackedTokensT<E>& 
           const int32_t* ptr = wt.ptr + (s * ngroups + g) * wt.buckets;
           float* out = stage + (g - g0) * m * kTokenTile;
           if constexpr (kBuckets)
-            nm_bwd_group_small(wt, ptr, dyp, out, s > 0);
+            nm_bwd_group_small<Buckets>(wt, ptr, dyp, out, s > 0);
           else
             nm_bwd_group_any(wt, ptr, dyp, out, s > 0);
         }
