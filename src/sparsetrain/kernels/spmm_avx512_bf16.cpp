@@ -346,8 +346,8 @@ void nm_fwd_any_bf16(const NmViewT<Bf16>& w, const PackedTokensBf16& x, const fl
   simd::nm_fwd<0, simd::DpNmRows>(w, x, bias, y, tiles, rows);
   simd::Simd::stream_fence();
 }
-void nm_bwd_data_buckets_bf16(const NmTransposedViewT<Bf16>& wt, const PackedTokensBf16& dy, MatrixView dx,
-                              Range tiles, Range groups) {
+void nm_bwd_data_buckets_bf16(const NmTransposedViewT<Bf16>& wt, const PackedTokensBf16& dy, MatrixView dx, Range tiles,
+                              Range groups) {
   simd::nm_bwd_data<true, simd::DpNmBuckets>(wt, dy, dx, tiles, groups);
   simd::Simd::stream_fence();
 }

@@ -109,9 +109,8 @@ struct Lists<Bf16> {
   static inline const NamedList<NmViewT<Bf16>, NmSddmmFnT<Bf16>> nm_sddmm{
       "nm_sddmm_bf16", SPARSETRAIN_IMPL_LIST_AFTER(NM_SDDMM(avx512_bf16, _bf16), NM_SDDMM_BF16, nm_sddmm_bf16)};
   static inline const NamedList<NmTransposedViewT<Bf16>, NmBwdDataFnT<Bf16>> nm_bwd_data{
-      "nm_bwd_data_bf16",
-      SPARSETRAIN_IMPL_LIST_AFTER(SPARSETRAIN_IMPL(avx512_bf16, nm_bwd_data_buckets_bf16, needs_m4), NM_BWD_DATA_BF16,
-                                  nm_bwd_data_bf16)};
+      "nm_bwd_data_bf16", SPARSETRAIN_IMPL_LIST_AFTER(SPARSETRAIN_IMPL(avx512_bf16, nm_bwd_data_buckets_bf16, needs_m4),
+                                                      NM_BWD_DATA_BF16, nm_bwd_data_bf16)};
   static inline const NamedList<PackedTokensBf16, PackRowsFnT<Bf16>> pack_rows{
       "pack_rows_bf16", SPARSETRAIN_IMPL_LIST(PACK_ROWS_BF16, pack_rows_bf16)};
 };

@@ -75,10 +75,9 @@ std::string impl_of(const std::string& kernel, const FormatSpec& f, CpuIsa isa, 
   if (isa == CpuIsa::Avx512Bf16) {
     const bool nm = f.kind == FormatKind::NM;
     const bool dot_product_entry =
-        precision == Precision::Bf16 &&
-        (kernel == "spmm_fwd" || kernel == "nm_fwd" || kernel == "csr_backward" ||
-         (kernel == "sddmm" && !nm && (f.block == 1 || f.block == 16)) || kernel == "nm_sddmm" ||
-         (kernel == "nm_bwd_data" && f.m <= 4));
+        precision == Precision::Bf16 && (kernel == "spmm_fwd" || kernel == "nm_fwd" || kernel == "csr_backward" ||
+                                         (kernel == "sddmm" && !nm && (f.block == 1 || f.block == 16)) ||
+                                         kernel == "nm_sddmm" || (kernel == "nm_bwd_data" && f.m <= 4));
     if (!dot_product_entry) isa = CpuIsa::Avx512;
   }
   std::string variant;
