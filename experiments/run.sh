@@ -9,7 +9,7 @@
 # runs/experiments/<experiment>/report/. Every run directory records the binary's build flags, the
 # CPU and the ISAs its kernels and oneDNN ran (run_environment.jsonl), and the tables name them.
 #
-#   experiments/run.sh [--quick] [--portable] [--jobs N] [EXPERIMENT...]
+#   experiments/run.sh [--quick] [--portable] [--precision bf16] [--jobs N] [EXPERIMENT...]
 #
 #   --quick     every run stops after its `quick_steps` (minutes for every experiment) into
 #               runs/experiments-quick/: a smoke test of the configs and the pipeline; its
@@ -17,6 +17,8 @@
 #   --portable  numbers that carry across machines (docs/reliability.md#portable-mode): a binary
 #               built without -march=native (build-portable/), run with `sparsetrain --portable`
 #               (kernels and oneDNN capped at AVX2), into runs/experiments-portable/.
+#   --precision bf16  every run in bf16 mixed precision (`--precision bf16`,
+#               docs/training.md#mixed-precision-bf16), into runs/experiments-bf16/.
 #   --jobs N    runs N trainings at once (default 1); each uses the threads its `runs` line names.
 #
 # A `runs` line:  <run name> <config> <seed> <threads> <quick_steps> [extra sparsetrain options]
@@ -27,15 +29,24 @@ cd "$(dirname "$0")/.."
 
 quick=0
 portable=0
+precision=fp32
 jobs=1
 names=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --portable) portable=1 ;;
+    --precision)
+      precision=${2:?--precision needs fp32 or bf16}
+      shift
+      [ "$precision" = fp32 ] || [ "$precision" = bf16 ] || {
+        echo "experiments/run.sh: --precision is fp32 or bf16, got '$precision'" >&2
+        exit 2
+      }
+      ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
-    -*) echo "experiments/run.sh: unknown option '$1' (--quick, --portable, --jobs N)" >&2; exit 2 ;;
+    -*) echo "experiments/run.sh: unknown option '$1' (--quick, --portable, --precision P, --jobs N)" >&2; exit 2 ;;
     *) names+=("$1") ;;
   esac
   shift
@@ -66,6 +77,11 @@ fi
 out_root=runs/experiments
 [ "$quick" -eq 1 ] && out_root=runs/experiments-quick
 [ "$portable" -eq 1 ] && out_root=$out_root-portable
+precision_options=()
+if [ "$precision" = bf16 ]; then
+  out_root=$out_root-bf16
+  precision_options=(--precision bf16)
+fi
 
 # One training; its output goes to <model_dir>.log, and when it completes its wall time in seconds
 # to <model_dir>.seconds. Any other existing directory resumes.
@@ -95,7 +111,7 @@ train_one() {
   mkdir -p "$out_root/$exp"
   local start=$SECONDS
   if "${bin[@]}" train_and_eval --params "experiments/$exp/$config" --model_dir "$dir" --seed "$seed" \
-      --threads "$threads" "${steps[@]}" "${options[@]}" >"$dir.log" 2>&1; then
+      --threads "$threads" "${steps[@]}" "${precision_options[@]}" "${options[@]}" >"$dir.log" 2>&1; then
     echo "$((SECONDS - start))" >"$dir.seconds"
     echo "  $run: $((SECONDS - start)) s"
   else
