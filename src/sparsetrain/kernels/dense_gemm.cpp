@@ -100,15 +100,17 @@ void dense_linear_bwd_weights(ConstMatrixView dy, ConstMatrixView x, MatrixView 
     gemm(true, false, dy.cols, x.cols, dy.rows, 1.0f, dy.data, dy.ld, x.data, x.ld, accumulate ? 1.0f : 0.0f, dw.data,
          dw.ld);
   }
-  if (dbias == nullptr) return;
-  // Column sums over the tokens in order; threads split the columns, so the bits do not depend on
-  // the thread count.
+  if (dbias != nullptr) column_sums(dy, dbias, accumulate);
+}
+
+void column_sums(ConstMatrixView m, float* sums, bool accumulate) {
+  // Rows in order; threads split the columns, so the bits do not depend on the thread count.
   constexpr int64_t kMinColumnsPerThread = 64;
-  parallel_ranges(dy.cols, kMinColumnsPerThread, [&](int64_t begin, int64_t end) {
-    if (!accumulate) std::fill(dbias + begin, dbias + end, 0.0f);
-    for (int64_t t = 0; t < dy.rows; ++t) {
-      const float* row = dy.row(t);
-      for (int64_t n = begin; n < end; ++n) dbias[n] += row[n];
+  parallel_ranges(m.cols, kMinColumnsPerThread, [&](int64_t begin, int64_t end) {
+    if (!accumulate) std::fill(sums + begin, sums + end, 0.0f);
+    for (int64_t t = 0; t < m.rows; ++t) {
+      const float* row = m.row(t);
+      for (int64_t n = begin; n < end; ++n) sums[n] += row[n];
     }
   });
 }

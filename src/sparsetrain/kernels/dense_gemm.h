@@ -16,6 +16,9 @@ void dense_linear_fwd(ConstMatrixView x, ConstMatrixView w, const float* bias, M
 void dense_linear_bwd_data(ConstMatrixView dy, ConstMatrixView w, MatrixView dx);               // dX = dY W
 void dense_linear_bwd_weights(ConstMatrixView dy, ConstMatrixView x, MatrixView dw, float* dbias,
                               bool accumulate = false);                                         // dW = dY^T X
+// sums[c] (+)= sum over the rows of m[r][c], rows in order (the bias gradient of the dense passes:
+// the same bits for any thread count).
+void column_sums(ConstMatrixView m, float* sums, bool accumulate);
 
 // The forward of a layer that does not widen (K >= N), with T of at least this many tokens, runs
 // 'N','N' on a transposed copy of W made per call, which oneDNN runs faster than 'N','T' on W at

@@ -14,7 +14,10 @@
 #include "sparsetrain/core/aligned_buffer.h"
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/parallel.h"
+#include "sparsetrain/core/verbose.h"
+#include "sparsetrain/kernels/dense_gemm.h"
 #include "sparsetrain/kernels/dense_isa.h"
+#include "sparsetrain/kernels/kernel_list.h"
 
 namespace sparsetrain {
 
@@ -162,7 +165,9 @@ std::unique_ptr<Matmul> create_matmul(const MatmulKey& key, const Describe& desc
     check(dnnl_post_ops_append_sum(post_ops, beta_of(key)), "dnnl_post_ops_append_sum");
     check(dnnl_primitive_attr_set_post_ops(attr, post_ops), "dnnl_primitive_attr_set_post_ops");
   }
-  check(dnnl_primitive_desc_create(&mm->pd, &desc, attr, engine(), nullptr), "dnnl_primitive_desc_create");
+  const dnnl_status_t created = dnnl_primitive_desc_create(&mm->pd, &desc, attr, engine(), nullptr);
+  if (created == dnnl_unimplemented) return nullptr;  // no bf16 matmul at this ISA: widened_matmul
+  check(created, "dnnl_primitive_desc_create");
   check(dnnl_primitive_create(&mm->primitive, mm->pd), "dnnl_primitive_create");
 
   const dnnl_memory_desc_t* scratchpad = dnnl_primitive_desc_query_md(mm->pd, dnnl_query_scratchpad_md, 0);
@@ -176,7 +181,38 @@ std::unique_ptr<Matmul> create_matmul(const MatmulKey& key, const Describe& desc
   return mm;
 }
 
-// C = alpha * op(A) op(B) (+ bias) (+ beta * C) through the calling thread's primitive for key.
+// The bf16 matrix [rows x cols] (row stride ld) widened to fp32, contiguous, in buf.
+const float* widen(const Bf16* src, int64_t rows, int64_t cols, int64_t ld, AlignedBuffer<float>& buf) {
+  buf.resize(static_cast<std::size_t>(rows * cols));
+  parallel_ranges(rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) to_float(src + r * ld, buf.data() + r * cols, cols);
+  });
+  return buf.data();
+}
+
+// The same product where oneDNN has no bf16 matmul (oneDNN 2.6 below AVX-512): the bf16 operands
+// widened to fp32 and multiplied by oneDNN's sgemm. A product of two bf16 values is exact in fp32,
+// so this differs from a bf16 matmul only in the order of the fp32 sums; it is slower than fp32
+// itself (the widening is an extra pass over both operands).
+void widened_matmul(const MatmulKey& key, const Bf16* a, const Bf16* b, const float* bias, float* c) {
+  thread_local AlignedBuffer<float> wide_a, wide_b;
+  const int64_t a_rows = key.trans_a ? key.k : key.m, a_cols = key.trans_a ? key.m : key.k;
+  const int64_t b_rows = key.trans_b ? key.n : key.k, b_cols = key.trans_b ? key.k : key.n;
+  const float* wa = widen(a, a_rows, a_cols, key.lda, wide_a);
+  const float* wb = widen(b, b_rows, b_cols, key.ldb, wide_b);
+  float beta = beta_of(key);
+  if (key.bias) {  // C = beta C + bias first, then the product added
+    for (int64_t i = 0; i < key.m; ++i) {
+      float* row = c + i * key.ldc;
+      for (int64_t j = 0; j < key.n; ++j) row[j] = (beta == 0.0f ? 0.0f : beta * row[j]) + bias[j];
+    }
+    beta = 1.0f;
+  }
+  gemm(key.trans_a, key.trans_b, key.m, key.n, key.k, alpha_of(key), wa, a_cols, wb, b_cols, beta, c, key.ldc);
+}
+
+// C = alpha * op(A) op(B) (+ bias) (+ beta * C) through the calling thread's primitive for key,
+// or widened_matmul where oneDNN has none (dispatch kernel "dense_bf16" says which ran).
 template <typename Describe>
 void run_matmul(const MatmulKey& key, const Bf16* a, const Bf16* b, const float* bias, float* c,
                 const Describe& describe) {
@@ -193,6 +229,13 @@ void run_matmul(const MatmulKey& key, const Bf16* a, const Bf16* b, const float*
     if (state.matmuls.size() >= kMaxCachedMatmuls) state.matmuls.clear();
     found = state.matmuls.emplace(key, create_matmul(key, describe)).first;
   }
+  if (found->second == nullptr) {
+    note_dispatch("dense_bf16", "widened_sgemm",
+                  verbose_dispatch() ? fmt::format(" onednn_matmul: oneDNN has no bf16 matmul at {};", dense_isa()) : "");
+    widened_matmul(key, a, b, bias, c);
+    return;
+  }
+  note_dispatch("dense_bf16", "onednn_matmul", "");
   Matmul& mm = *found->second;
   // oneDNN reads through const data handles without writing them.
   check(dnnl_memory_set_data_handle(mm.src, const_cast<Bf16*>(a)), "dnnl_memory_set_data_handle");
@@ -332,17 +375,8 @@ void dense_linear_bwd_weights_bf16(ConstMatrixView dy, ConstMatrixView x, Matrix
                  dyb, xb, nullptr, dw.data, describe);
     }
   }
-  if (dbias == nullptr) return;
-  // Column sums of the fp32 dY over the tokens in order, as dense_linear_bwd_weights sums them;
-  // threads split the columns, so the bits do not depend on the thread count.
-  constexpr int64_t kMinColumnsPerThread = 64;
-  parallel_ranges(dy.cols, kMinColumnsPerThread, [&](int64_t begin, int64_t end) {
-    if (!accumulate) std::fill(dbias + begin, dbias + end, 0.0f);
-    for (int64_t t = 0; t < dy.rows; ++t) {
-      const float* row = dy.row(t);
-      for (int64_t n = begin; n < end; ++n) dbias[n] += row[n];
-    }
-  });
+  // The fp32 dY's column sums, as dense_linear_bwd_weights forms them.
+  if (dbias != nullptr) column_sums(dy, dbias, accumulate);
 }
 
 }  // namespace sparsetrain

@@ -8,9 +8,11 @@
 // (round to nearest even, core/bf16.h) into buffers of the calling thread that are reused from
 // call to call.
 //
-// Every call is an error (Error, naming the product, its shapes and oneDNN's status) where the
-// shapes do not fit or oneDNN refuses the primitive, e.g. when its ISA is capped below AVX-512
-// (oneDNN 2.6 has no bf16 matmul for AVX2, not even a reference one); there is no fp32 fallback.
+// Where oneDNN has no bf16 matmul (oneDNN 2.6 below AVX-512, e.g. an AVX2 CPU or
+// --onednn-max-isa avx2), the same products run with the bf16 operands widened to fp32 through
+// oneDNN's sgemm: still bf16 operands and fp32 accumulation, only slower (dispatch kernel
+// "dense_bf16": "onednn_matmul" or "widened_sgemm"). Shapes that do not fit, and any other
+// refusal by oneDNN, are errors naming the product, its shapes and oneDNN's status.
 #include <cstdint>
 
 #include "sparsetrain/core/bf16.h"
