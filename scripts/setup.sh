@@ -6,6 +6,9 @@
 #   scripts/setup.sh           the dependencies of the build and the tests, and the text data
 #   scripts/setup.sh --fuzz    what scripts/fuzz.sh needs: the packages, and clang with its libFuzzer
 #                              and OpenMP runtimes; no text data (the fuzz targets read none)
+#   scripts/setup.sh --peers   what bench/peers/run.sh needs: the packages and the text data, and
+#                              PyTorch from Debian with OpenBLAS (without it torch's float32 GEMMs
+#                              run on the reference BLAS); never needed by the build or the tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,14 +24,18 @@ packages=(
   libgtest-dev libbenchmark-dev
 )
 fuzz=0
-if [ "${1:-}" = "--fuzz" ]; then
-  fuzz=1
-  packages+=(clang libclang-rt-14-dev libomp-14-dev)
-elif [ $# -gt 0 ]; then
-  echo "setup: unknown argument '$1' (the only option is --fuzz)" >&2
-  exit 2
-fi
-[ "$fuzz" = 1 ] || command -v npm >/dev/null || packages+=(npm)
+peers=0
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) fuzz=1; packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
+    --peers) peers=1; packages+=(python3-torch libopenblas0-pthread) ;;
+    *) echo "setup: unknown argument '$arg' (the options are --fuzz and --peers)" >&2; exit 2 ;;
+  esac
+done
+# The peer benchmark runs `bench train`, which reads the text data.
+text_data=1
+if [ "$fuzz" = 1 ] && [ "$peers" = 0 ]; then text_data=0; fi
+[ "$text_data" = 0 ] || command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -45,7 +52,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-[ "$fuzz" = 0 ] || exit 0
+[ "$text_data" = 1 ] || exit 0
 # npm ci reinstalls from scratch, so it runs only when the lock file changed since the last install.
 stamp=data/npm/node_modules/.sparsetrain-lock
 if ! cmp -s data/npm/package-lock.json "$stamp" 2>/dev/null; then
