@@ -165,9 +165,7 @@ std::unique_ptr<Matmul> create_matmul(const MatmulKey& key, const Describe& desc
     check(dnnl_post_ops_append_sum(post_ops, beta_of(key)), "dnnl_post_ops_append_sum");
     check(dnnl_primitive_attr_set_post_ops(attr, post_ops), "dnnl_primitive_attr_set_post_ops");
   }
-  const dnnl_status_t created = dnnl_primitive_desc_create(&mm->pd, &desc, attr, engine(), nullptr);
-  if (created == dnnl_unimplemented) return nullptr;  // no bf16 matmul at this ISA: widened_matmul
-  check(created, "dnnl_primitive_desc_create");
+  check(dnnl_primitive_desc_create(&mm->pd, &desc, attr, engine(), nullptr), "dnnl_primitive_desc_create");
   check(dnnl_primitive_create(&mm->primitive, mm->pd), "dnnl_primitive_create");
 
   const dnnl_memory_desc_t* scratchpad = dnnl_primitive_desc_query_md(mm->pd, dnnl_query_scratchpad_md, 0);
@@ -190,10 +188,18 @@ const float* widen(const Bf16* src, int64_t rows, int64_t cols, int64_t ld, Alig
   return buf.data();
 }
 
-// The same product where oneDNN has no bf16 matmul (oneDNN 2.6 below AVX-512): the bf16 operands
-// widened to fp32 and multiplied by oneDNN's sgemm. A product of two bf16 values is exact in fp32,
-// so this differs from a bf16 matmul only in the order of the fp32 sums; it is slower than fp32
-// itself (the widening is an extra pass over both operands).
+// Whether oneDNN multiplies bf16 natively (AVX512-BF16's vdpbf16ps) under the ISA in force. Without
+// it, its bf16 matmul is no faster than fp32 or missing: oneDNN 2.6 emulates bf16 at avx512_core,
+// at 76 GFLOP/s on the benchmark GPT's head against 187-223 for sgemm (bench train, 2026-11-27,
+// Zen 4), and has none below AVX-512.
+bool onednn_native_bf16() {
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+// The same product without native bf16: the bf16 operands widened to fp32 and multiplied by
+// oneDNN's sgemm. A product of two bf16 values is exact in fp32, so this differs from a bf16
+// matmul only in the order of the fp32 sums; it costs about what fp32 does, plus the widening.
 void widened_matmul(const MatmulKey& key, const Bf16* a, const Bf16* b, const float* bias, float* c) {
   thread_local AlignedBuffer<float> wide_a, wide_b;
   const int64_t a_rows = key.trans_a ? key.k : key.m, a_cols = key.trans_a ? key.m : key.k;
@@ -212,10 +218,16 @@ void widened_matmul(const MatmulKey& key, const Bf16* a, const Bf16* b, const fl
 }
 
 // C = alpha * op(A) op(B) (+ bias) (+ beta * C) through the calling thread's primitive for key,
-// or widened_matmul where oneDNN has none (dispatch kernel "dense_bf16" says which ran).
+// or widened_matmul without native bf16 (dispatch kernel "dense_bf16" says which ran).
 template <typename Describe>
 void run_matmul(const MatmulKey& key, const Bf16* a, const Bf16* b, const float* bias, float* c,
                 const Describe& describe) {
+  if (!onednn_native_bf16()) {
+    note_dispatch("dense_bf16", "widened_sgemm",
+                  verbose_dispatch() ? fmt::format(" onednn_matmul: no native bf16 at {};", dense_isa()) : "");
+    widened_matmul(key, a, b, bias, c);
+    return;
+  }
   ThreadState& state = thread_state();
   auto check = [&](dnnl_status_t status, const char* call) {
     if (status != dnnl_success) fail_onednn(describe, key, call, status);
@@ -228,12 +240,6 @@ void run_matmul(const MatmulKey& key, const Bf16* a, const Bf16* b, const float*
     // sweep), and starting over keeps the cache bounded (oneDNN's cache still has the code).
     if (state.matmuls.size() >= kMaxCachedMatmuls) state.matmuls.clear();
     found = state.matmuls.emplace(key, create_matmul(key, describe)).first;
-  }
-  if (found->second == nullptr) {
-    note_dispatch("dense_bf16", "widened_sgemm",
-                  verbose_dispatch() ? fmt::format(" onednn_matmul: oneDNN has no bf16 matmul at {};", dense_isa()) : "");
-    widened_matmul(key, a, b, bias, c);
-    return;
   }
   note_dispatch("dense_bf16", "onednn_matmul", "");
   Matmul& mm = *found->second;

@@ -8,11 +8,12 @@
 // (round to nearest even, core/bf16.h) into buffers of the calling thread that are reused from
 // call to call.
 //
-// Where oneDNN has no bf16 matmul (oneDNN 2.6 below AVX-512, e.g. an AVX2 CPU or
-// --onednn-max-isa avx2), the same products run with the bf16 operands widened to fp32 through
-// oneDNN's sgemm: still bf16 operands and fp32 accumulation, only slower (dispatch kernel
-// "dense_bf16": "onednn_matmul" or "widened_sgemm"). Shapes that do not fit, and any other
-// refusal by oneDNN, are errors naming the product, its shapes and oneDNN's status.
+// Where oneDNN has no native bf16 (its ISA below avx512_core_bf16: a CPU without AVX512-BF16, or
+// --onednn-max-isa below it), the same products run with the bf16 operands widened to fp32
+// through oneDNN's sgemm: still bf16 operands and fp32 accumulation, at about fp32's speed
+// (oneDNN's own bf16 there is emulated and 2.6 times slower, or missing below AVX-512). Dispatch
+// kernel "dense_bf16" names the path: "onednn_matmul" or "widened_sgemm". Shapes that do not fit,
+// and any refusal by oneDNN, are errors naming the product, its shapes and oneDNN's status.
 #include <cstdint>
 
 #include "sparsetrain/core/bf16.h"

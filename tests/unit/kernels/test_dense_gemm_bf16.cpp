@@ -10,10 +10,10 @@
 // float64 (error ~2^-53 of the same). A wrong rounding of the fp32 inputs to bf16 (truncation, a
 // missed tie) moves a product by up to 2^-8 of itself, far outside this bound.
 //
-// The same binary also runs with oneDNN's ISA capped (tests/unit/CMakeLists.txt): at avx512_core
-// oneDNN emulates bf16 with fp32 FMAs (the same bound holds), and at avx2 oneDNN 2.6 has no bf16
-// matmul at all, so every product runs on operands widened to fp32 through sgemm (the same bound
-// again: the products are exact either way).
+// The same binary also runs with oneDNN's ISA capped (tests/unit/CMakeLists.txt) at avx512_core
+// and avx2, where oneDNN 2.6 has no native bf16 (emulated at avx512_core, missing at avx2): every
+// product runs on operands widened to fp32 through sgemm (the same bound: the products are exact
+// either way).
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -115,17 +115,17 @@ auto no_add() {
   return [](int64_t, int64_t) { return std::pair<double, int>{0.0, 0}; };
 }
 
-// Whether oneDNN runs bf16 matmul under the ISA in force. oneDNN 2.6 has it from avx512_core up
-// (brgemm with vdpbf16ps at avx512_core_bf16, gemm:jit emulation below) and refuses it at avx2.
-bool onednn_has_bf16_matmul() {
+// Whether oneDNN multiplies bf16 natively under the ISA in force (avx512_core_bf16 and up);
+// elsewhere the products run on widened operands.
+bool onednn_native_bf16() {
   const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
 
 // Which path the products take here: oneDNN's bf16 matmul, or sgemm on widened operands.
-std::string expected_path() { return onednn_has_bf16_matmul() ? "onednn_matmul" : "widened_sgemm"; }
+std::string expected_path() { return onednn_native_bf16() ? "onednn_matmul" : "widened_sgemm"; }
 
-TEST(DenseBf16, RunsOneDnnsBf16MatmulWhereItHasOneAndWidenedOperandsElsewhere) {
+TEST(DenseBf16, RunsOneDnnsBf16MatmulWhereItIsNativeAndWidenedOperandsElsewhere) {
   const Bf16 one = to_bf16(1.0f), two = to_bf16(2.0f);
   float c = 5.0f;
   gemm_bf16(false, false, 1, 1, 1, 3.0f, &one, 1, &two, 1, 0.5f, &c, 1);
