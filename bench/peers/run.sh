@@ -4,7 +4,7 @@
 # batch 8, AdamW): `sparsetrain bench train` (dense, and 90% sparse) and the same model in plain
 # PyTorch (bench/peers/torch_gpt.py) in float32 and in bfloat16 autocast, all with the same thread
 # count, in one run. Prints one table (tokens/s, and the ratio to PyTorch bf16 autocast) and writes
-# every measurement to one JSON file. Results: docs/benchmarks.md, "Against PyTorch".
+# every measurement to one JSON file. Results: docs/benchmarks.md, "bf16 mixed precision".
 #
 #   bench/peers/run.sh [OPTIONS] [OUT.json]        (default runs/peers/peers.json)
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times training steps of sparsetrain's benchmark GPT written in plain PyTorch: the peer that
-bench/peers/run.sh puts beside `sparsetrain bench train` (docs/benchmarks.md, "Against PyTorch").
+bench/peers/run.sh puts beside `sparsetrain bench train` (docs/benchmarks.md, "bf16 mixed precision").
 
 The model is sparsetrain's `gpt` (src/sparsetrain/models/gpt.h) op for op: learned token and
 position embeddings; pre-LayerNorm blocks x += attn.c_proj(attention(attn.c_attn(ln_1(x)))),

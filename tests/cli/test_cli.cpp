@@ -84,6 +84,32 @@ TEST(CliBenchLinear, JsonPrintsOneObjectPerCaseWithTheDocumentedKeys) {
   }
 }
 
+// --precision bf16 runs the bf16 kernels against oneDNN's bf16 product, and says so.
+TEST(CliBenchLinear, Bf16RunsTheBf16KernelsAndNamesThePrecision) {
+  const CliResult r = run_cli({"--verbose-dispatch", "bench", "linear", "--in", "40", "--out", "24", "--tokens", "70",
+                               "--repeats", "1", "--format", "csr", "--sparsity", "0.9", "--precision", "bf16", "--json"},
+                              kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(lines_of(r.out).at(0));
+  EXPECT_EQ(j["precision"], "bf16");
+  EXPECT_TRUE(contains(r.err, "dispatch: spmm_fwd_bf16 -> spmm_fwd_csr_bf16_")) << r.err;
+  EXPECT_TRUE(contains(r.err, "dispatch: dense_bf16 -> ")) << r.err;
+  const CliResult fp32 = run_cli(bench_linear({"--format", "csr", "--json"}), kOneThread);
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.err;
+  EXPECT_EQ(nlohmann::json::parse(lines_of(fp32.out).at(0))["precision"], "fp32");
+}
+
+TEST(CliPrecision, UnknownPrecisionIsACommandLineError) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"train", "--params", "x.yaml", "--precision", "fp16"},
+        std::vector<std::string>{"bench", "linear", "--precision", "half"}}) {
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "--precision")) << r.err;
+    EXPECT_TRUE(contains(r.err, "fp32,bf16")) << r.err;
+  }
+}
+
 TEST(CliBenchLinear, TablePrintsAHeaderAndOneRowPerCase) {
   const CliResult r =
       run_cli(bench_linear({"--sparsity", "0.5", "--sparsity", "0.75", "--format", "bcsr8"}), kOneThread);
