@@ -3,7 +3,7 @@
 # command reads when the checkout has it.
 include(CMakePackageConfigHelpers)
 
-set(_libraries core kernels formats ops nn io data optim sparsity models config text hf train report)
+set(_libraries core kernels formats ops nn io data optim sparsity models config text hf dist train report)
 set(_targets sparsetrain sparsetrain_options sparsetrain_tfevents_proto)
 foreach(lib IN LISTS _libraries)
   list(APPEND _targets sparsetrain_${lib})

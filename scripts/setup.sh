@@ -20,6 +20,8 @@ packages=(
   libyaml-cpp-dev                  # YAML configs
   zlib1g-dev                       # gzipped IDX files
   libprotobuf-dev protobuf-compiler  # TensorBoard event files; the tests decode them with protoc
+  libopenmpi-dev openmpi-bin       # data-parallel training (mpirun); the tests run 2 and 3 ranks
+  libxxhash-dev                    # hashes the ranks compare (config, data, masks, weights)
   dataset-fashion-mnist            # /usr/share/datasets/fashion-mnist
   libgtest-dev libbenchmark-dev
 )

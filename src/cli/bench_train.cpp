@@ -22,6 +22,7 @@
 #include "sparsetrain/kernels/dense_gemm.h"
 #include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/kernels/dense_isa.h"
+#include "sparsetrain/train/distributed.h"
 #include "sparsetrain/train/step.h"
 
 extern char** environ;
@@ -121,19 +122,20 @@ json median_profile(const std::vector<json>& reports) {
   return out;
 }
 
-// One case in this process: warm-up steps, timed steps, memory. Prints one JSON line.
-int run_case(const BenchTrainOptions& o) {
-  if (o.run_case != "dense" && o.run_case != "sparse")
-    fail("bench train: --case is dense or sparse, got '{}'", o.run_case);
+// One case in this process: warm-up steps, timed steps, memory; spread over the ranks of an
+// mpirun job, with what the gradient all-reduce moved and cost.
+json measure_case(const BenchTrainOptions& o, const std::string& which) {
+  if (which != "dense" && which != "sparse") fail("bench train: --case is dense or sparse, got '{}'", which);
   TrainConfig config = load_train_config_file(o.params);
-  if (o.run_case == "dense") config.sparsity = SparsityConfig{};
+  if (which == "dense") config.sparsity = SparsityConfig{};
   config.precision = precision_of(o, config);
   const Precision precision = config.precision;
   const uint64_t seed = o.seed.value_or(config.run.seed);
   Setup s = make_setup(std::move(config), seed, /*load_data=*/true);
+  distribute(s, world());
   Batch batch;
   StepResult last;
-  std::vector<double> ms;
+  std::vector<double> ms, wait_ms;
   for (int i = 0; i < o.warmup + o.steps; ++i) {
     if (i == o.warmup && o.profile) {
       reset_profile();
@@ -141,10 +143,13 @@ int run_case(const BenchTrainOptions& o) {
     }
     const auto t0 = Clock::now();
     last = train_step(s, i + 1, batch);
-    if (i >= o.warmup) ms.push_back(ms_since(t0));
+    if (i >= o.warmup) {
+      ms.push_back(ms_since(t0));
+      wait_ms.push_back(last.reduce.wait_seconds * 1e3);
+    }
   }
   set_profiling(false);
-  json out = {{"case", o.run_case},
+  json out = {{"case", which},
               {"ms_per_step", median(ms)},
               {"step_ms", ms},
               {"predictions_per_step", last.predictions},
@@ -153,10 +158,23 @@ int run_case(const BenchTrainOptions& o) {
               {"peak_mb", peak_resident_mb()},
               {"model", s.model->describe()},
               {"threads", num_threads()},
+              {"ranks", s.comm().size()},
               {"precision", precision_name(precision)},
               {"isa", isa_name(effective_isa())},
               {"onednn_isa", dense_isa()}};
   if (o.profile) out["profile"] = step_profile(ms);
+  if (s.reducer) {
+    const ReduceStats& r = last.reduce;
+    out["allreduce"] = {{"buckets", r.buckets},
+                        {"bucket_cap_mb", static_cast<double>(s.reducer->bucket_bytes()) / (1 << 20)},
+                        {"overlapped", s.reducer->overlaps()},
+                        {"mb_per_step", r.payload_bytes / (1 << 20)},
+                        {"dense_equivalent_mb", r.dense_bytes / (1 << 20)},
+                        {"sparse_layers_mb", r.sparse_payload_bytes / (1 << 20)},
+                        {"sparse_layers_dense_equivalent_mb", r.sparse_dense_bytes / (1 << 20)},
+                        {"wait_ms", median(wait_ms)},
+                        {"wait_ms_per_step", wait_ms}};
+  }
   json memory = json::object();
   for (const Parameter* p : s.model->parameters()) {
     const ParameterMemory m = p->memory();
@@ -168,14 +186,19 @@ int run_case(const BenchTrainOptions& o) {
     for (const Parameter* p : s.sparsity->parameters()) names.push_back(p->name());
     out["sparse_parameters"] = names;
   }
-  if (o.run_case == "dense") {
+  if (which == "dense") {
     const Parameter& p = largest_matrix(*s.model);
     out["gemm"] = {{"m", last.predictions},
                    {"n", p.rows()},
                    {"k", p.cols()},
                    {"gflops", gemm_gflops(last.predictions, p.rows(), p.cols(), precision)}};
   }
-  fmt::print("{}\n", out.dump());
+  return out;
+}
+
+// `--case`: one case in this process, printed as one JSON line for the parent to read.
+int run_case(const BenchTrainOptions& o) {
+  fmt::print("{}\n", measure_case(o, o.run_case).dump());
   return 0;
 }
 
@@ -246,7 +269,7 @@ void print_profile(const json& dense, const json& sparse) {
 int run_bench_train(const BenchTrainOptions& o) {
   if (o.steps < 1 || o.warmup < 0 || o.rounds < 1)
     fail("bench train: --steps and --rounds must be at least 1 and --warmup at least 0");
-  if (o.threads > 0) set_num_threads(o.threads);
+  set_threads_per_rank(o.threads);
   if (!o.run_case.empty()) return run_case(o);
 
   const TrainConfig config = load_train_config_file(o.params);
@@ -255,7 +278,14 @@ int run_bench_train(const BenchTrainOptions& o) {
   check_memory(config);  // before starting processes that would run out of it
   const int threads = o.threads > 0 ? o.threads : config.run.num_threads > 0 ? config.run.num_threads : num_threads();
   std::vector<json> dense, sparse;
-  for (int r = 0; r < o.rounds; ++r)
+  // Under mpirun every rank runs each case in this process, the sparse one first so that the
+  // process's peak memory at its end is the sparse case's own; alone, each case runs in a fresh
+  // process of its own.
+  if (world().size() > 1)
+    for (int r = 0; r < o.rounds; ++r)
+      for (const char* c : {"sparse", "dense"})
+        (std::string(c) == "dense" ? dense : sparse).push_back(measure_case(o, c));
+  for (int r = 0; r < o.rounds && world().size() == 1; ++r)
     for (const char* c : {"dense", "sparse"}) {
       // Each process runs with this one's ISA caps: the kernels' cap and oneDNN's ISA.
       std::vector<std::string> args = {"sparsetrain", "--max-isa", std::string(isa_name(max_isa())), "--onednn-max-isa",
@@ -272,6 +302,11 @@ int run_bench_train(const BenchTrainOptions& o) {
   auto median_of = [](const std::vector<json>& reports, const char* key) {
     std::vector<double> v;
     for (const json& j : reports) v.push_back(j[key].get<double>());
+    return median(v);
+  };
+  auto median_of_nested = [](const std::vector<json>& reports, const char* outer, const char* key) {
+    std::vector<double> v;
+    for (const json& j : reports) v.push_back(j[outer][key].get<double>());
     return median(v);
   };
   const json& d = dense.front();
@@ -298,6 +333,7 @@ int run_bench_train(const BenchTrainOptions& o) {
                  {"isa", d["isa"]},
                  {"onednn_isa", d["onednn_isa"]},
                  {"threads", d["threads"]},
+                 {"ranks", world().size()},
                  {"precision", d["precision"]},
                  {"steps", o.steps},
                  {"warmup", o.warmup},
@@ -325,6 +361,18 @@ int run_bench_train(const BenchTrainOptions& o) {
                  {"sparse_layers_values_mb", sparse_layers.values},
                  {"sparse_layers_grad_mb", sparse_layers.grad},
                  {"sparse_layers_state_mb", sparse_layers.state}};
+  if (d.contains("allreduce")) {
+    const json &da = d["allreduce"], &sa = s["allreduce"];
+    result["dense_allreduce_mb_per_step"] = da["mb_per_step"];
+    result["sparse_allreduce_mb_per_step"] = sa["mb_per_step"];
+    result["sparse_layers_allreduce_ratio"] =
+        sa["sparse_layers_mb"].get<double>() / sa["sparse_layers_dense_equivalent_mb"].get<double>();
+    result["allreduce_ratio"] = sa["mb_per_step"].get<double>() / da["mb_per_step"].get<double>();
+    result["dense_comm_wait_ms"] = median_of_nested(dense, "allreduce", "wait_ms");
+    result["sparse_comm_wait_ms"] = median_of_nested(sparse, "allreduce", "wait_ms");
+    result["dense_allreduce"] = da;
+    result["sparse_allreduce"] = sa;
+  }
   if (o.profile) {
     result["dense_profile"] = median_profile(dense);
     result["sparse_profile"] = median_profile(sparse);
@@ -333,9 +381,10 @@ int run_bench_train(const BenchTrainOptions& o) {
     fmt::print("{}\n", result.dump());
     return 0;
   }
-  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {} threads; {}; kernels {}, oneDNN {}\n", o.params,
-             d["model"].get<std::string>(), tokens, unit, d["threads"].get<int>(), d["precision"].get<std::string>(),
-             d["isa"].get<std::string>(), d["onednn_isa"].get<std::string>());
+  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {}{} threads; {}; kernels {}, oneDNN {}\n", o.params,
+             d["model"].get<std::string>(), tokens, unit,
+             world().size() > 1 ? fmt::format("{} ranks x ", world().size()) : std::string(), d["threads"].get<int>(),
+             d["precision"].get<std::string>(), d["isa"].get<std::string>(), d["onednn_isa"].get<std::string>());
   fmt::print("median of {} steps after {} warm-up, {} round{} of dense and sparse processes\n\n", o.steps, o.warmup,
              o.rounds, o.rounds == 1 ? "" : "s");
   fmt::print("{:<7} {:>9} {:>10} {:>12} {:>13} {:>9} {:>17}\n", "case", "ms/step", fmt::format("{}/s", unit),
@@ -357,6 +406,18 @@ int run_bench_train(const BenchTrainOptions& o) {
       "({:.3f}x; sparse: {:.1f} weights incl. structure, {:.1f} gradients, {:.1f} optimizer state)\n",
       names.size(), sparse_layers.total(), dense_layers.total(), sparse_layers.total() / dense_layers.total(),
       sparse_layers.values, sparse_layers.grad, sparse_layers.state);
+  if (result.contains("dense_allreduce")) {
+    const json &da = result["dense_allreduce"], &sa = result["sparse_allreduce"];
+    fmt::print(
+        "gradient all-reduce per step ({} ranks, buckets of {:.0f} MiB{}): dense {:.1f} MiB in {} buckets, sparse "
+        "{:.1f} MiB in {} buckets ({:.3f}x; the sparse layers' {:.1f} MiB of kept values are {:.3f}x their dense "
+        "gradients); waiting on it {:.1f} ms dense, {:.1f} ms sparse per step\n",
+        world().size(), da["bucket_cap_mb"].get<double>(), da["overlapped"].get<bool>() ? ", overlapped" : "",
+        da["mb_per_step"].get<double>(), da["buckets"].get<int64_t>(), sa["mb_per_step"].get<double>(),
+        sa["buckets"].get<int64_t>(), result["allreduce_ratio"].get<double>(), sa["sparse_layers_mb"].get<double>(),
+        result["sparse_layers_allreduce_ratio"].get<double>(), result["dense_comm_wait_ms"].get<double>(),
+        result["sparse_comm_wait_ms"].get<double>());
+  }
   if (o.profile) print_profile(result["dense_profile"], result["sparse_profile"]);
   return 0;
 }

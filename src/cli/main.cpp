@@ -1,14 +1,18 @@
 // sparsetrain command line. Exit codes (docs/cli.md): 0 success, 1 error while running (the
-// message names what was wrong), 2 invalid command line.
+// message names what was wrong), 2 invalid command line; under mpirun also 5 and 6 (the ranks
+// disagree). Under mpirun rank 0 prints; an error on any rank ends the whole job (MPI_Abort).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/bench_linear.h"
@@ -26,6 +30,7 @@
 #include "sparsetrain/core/isa.h"
 #include "sparsetrain/core/precision.h"
 #include "sparsetrain/core/verbose.h"
+#include "sparsetrain/dist/rank_agreement.h"
 #include "sparsetrain/kernels/dense_isa.h"
 
 namespace {
@@ -97,7 +102,39 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
 
 }  // namespace
 
+// Ends the command with `code` after printing "sparsetrain: <message>". Under mpirun the whole job
+// ends (MPI_Abort); rank 0 speaks for every rank: another rank that fails prints its message only
+// when rank 0 has not ended the job within a second, as it has when the cause was common to all.
+int failed(int code, const std::string& message) {
+  using namespace sparsetrain;
+  Communicator& ranks = world();
+  if (ranks.size() == 1) {
+    std::fprintf(stderr, "sparsetrain: %s\n", message.c_str());
+    return code;
+  }
+  if (ranks.rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::fprintf(stderr, "sparsetrain (rank %d of %d): %s\n", ranks.rank(), ranks.size(), message.c_str());
+  std::fflush(stderr);
+  ranks.abort(code);
+  return code;
+}
+
+int run_command(int argc, char** argv);
+
 int main(int argc, char** argv) {
+  using namespace sparsetrain;
+  std::optional<DistributedRuntime> runtime;
+  try {
+    runtime.emplace(argc, argv);
+  } catch (const Error& e) {
+    return failed(1, fmt::format("error: {}", e.what()));
+  }
+  // Only rank 0's output reaches the user.
+  if (world().rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return failed(1, "error: /dev/null");
+  return run_command(argc, argv);
+}
+
+int run_command(int argc, char** argv) {
   using namespace sparsetrain;
   // A write past a file-size limit (ulimit -f) then fails with EFBIG, reported with the file's
   // name like a full disk, instead of killing the process in the middle of a checkpoint.
@@ -261,8 +298,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "sparsetrain: error: %s\n", parse_error_message(app, e).c_str());
-    return 2;
+    return failed(2, fmt::format("error: {}", parse_error_message(app, e)));
   }
   try {
     apply_isa_options(isa);
@@ -294,20 +330,20 @@ int main(int argc, char** argv) {
       throw CommandLineError("give a subcommand, or --mode with --params or --model_dir (see --help)");
     return run_train_command(top);
   } catch (const CommandLineError& e) {
-    std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
-    return 2;
+    return failed(2, fmt::format("error: {}", e.what()));
+  } catch (const RanksDisagree& e) {
+    // Every rank found it at once; rank 0 alone holds the message.
+    if (*e.what() != '\0') std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
+    return e.exit_code();
   } catch (const Error& e) {
-    std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
-    return 1;
+    return failed(1, fmt::format("error: {}", e.what()));
   } catch (const std::bad_alloc&) {
     // What check_memory's estimate did not foresee (docs/cli.md#exit-codes).
-    std::fprintf(stderr,
-                 "sparsetrain: error: out of memory: an allocation failed (std::bad_alloc); make the model or the "
-                 "batch smaller, or free memory\n");
-    return 1;
+    return failed(1,
+                  "error: out of memory: an allocation failed (std::bad_alloc); make the model or the batch smaller, "
+                  "or free memory");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sparsetrain: internal error: %s\n", e.what());
-    return 1;
+    return failed(1, fmt::format("internal error: {}", e.what()));
   }
   return 0;
 }

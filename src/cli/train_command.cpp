@@ -11,6 +11,7 @@
 #include "sparsetrain/core/parallel.h"
 #include "sparsetrain/models/generate.h"
 #include "sparsetrain/train/checkpoint.h"
+#include "sparsetrain/train/distributed.h"
 #include "sparsetrain/train/trainer.h"
 
 namespace sparsetrain {
@@ -45,15 +46,19 @@ int run_train_command(const TrainCommandOptions& o) {
   // mistyped name, not one to create.
   if (o.mode == "eval" && o.checkpoint_path.empty()) require_model_dir(o.model_dir);
   TrainConfig config = load_train_config_file(params_of(o));
-  for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
+  const bool speaks = is_writer_rank();  // under mpirun, rank 0 speaks for every rank
+  if (speaks)
+    for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
   std::optional<Precision> precision;
   if (o.precision) precision = parse_precision(*o.precision, "--precision");
   apply_run_overrides(config, {o.max_steps, o.seed, o.threads, o.init_from, precision});
-  if (config.run.num_threads > 0) set_num_threads(config.run.num_threads);
+  set_threads_per_rank(config.run.num_threads);
   check_memory(config);
   const uint64_t seed = config.run.seed;
   Setup setup = make_setup(std::move(config), seed, /*load_data=*/true);
-  for (const std::string& w : setup.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
+  if (speaks)
+    for (const std::string& w : setup.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
+  distribute(setup, world());
   RunOptions run_options;
   run_options.mode = parse_mode(o.mode);
   run_options.model_dir = o.model_dir;

@@ -363,9 +363,9 @@ OptimizerConfig read_optimizer(const Value& v) {
 }
 
 RunConfig read_run(const Value& v) {
-  const std::vector<std::string> keys = {"max_steps",        "num_epochs",        "log_steps",  "checkpoint_steps",
-                                         "eval_frequency",   "keep_checkpoints",  "seed",       "num_threads",
-                                         "nonfinite_policy", "loss_spike_factor", "tensorboard"};
+  const std::vector<std::string> keys = {"max_steps",        "num_epochs",        "log_steps",   "checkpoint_steps",
+                                         "eval_frequency",   "keep_checkpoints",  "seed",        "num_threads",
+                                         "nonfinite_policy", "loss_spike_factor", "tensorboard", "bucket_cap_mb"};
   const Mapping m = section(v, keys, "a mapping");
   RunConfig r;
   for (const Mapping::Entry& e : m.entries()) {
@@ -388,6 +388,10 @@ RunConfig read_run(const Value& v) {
       if (r.loss_spike_factor != 0.0 && !(r.loss_spike_factor > 1.0)) x.expected("a number > 1, or 0 for off");
     }
     if (e.key == "tensorboard") r.tensorboard = x.as_bool("true or false");
+    if (e.key == "bucket_cap_mb") {
+      r.bucket_cap_mb = x.as_number("a number of MiB > 0");
+      if (!(r.bucket_cap_mb > 0.0 && r.bucket_cap_mb <= 65536.0)) x.expected("a number of MiB in (0, 65536]");
+    }
   }
   if (m.has("max_steps") == m.has("num_epochs")) v.fail("give exactly one of 'max_steps' and 'num_epochs'");
   return r;

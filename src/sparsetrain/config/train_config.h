@@ -66,6 +66,9 @@ struct RunConfig {
   NonfinitePolicy nonfinite_policy = NonfinitePolicy::Skip;
   double loss_spike_factor = 0.0;  // skip a step whose loss exceeds this x the running mean (0: off)
   bool tensorboard = true;         // TensorBoard event files in the model directory's train/ and eval/
+  // Data-parallel runs (mpirun): gradients are all-reduced in buckets of about this many MiB of
+  // payload, each as soon as the backward pass has finished it (PyTorch DDP's bucket_cap_mb).
+  double bucket_cap_mb = 25.0;
 };
 
 struct TrainConfig {

@@ -226,6 +226,7 @@ void Gpt::backward() {
   std::fill(dres.data(), dres.data() + dres.size(), 0.0f);
   layer_norm_backward(dlnf, residual_.back(), ln_f_->weight.values().data(), lnf_mean_.data(), lnf_rstd_.data(), dres,
                       ln_f_->weight.grad().data(), ln_f_->bias.grad().data());
+  grads_ready(*ln_f_);
   for (std::size_t l = blocks_.size(); l-- > 0;) {
     Block& b = *blocks_[l];
     BlockActs& a = acts_[l];
@@ -240,6 +241,7 @@ void Gpt::backward() {
     b.attn.c_attn.backward(scratch_3c_, scratch_c_);  // dln1 [BT x C]
     layer_norm_backward(scratch_c_, residual_[l], b.ln_1.weight.values().data(), a.ln1_mean.data(), a.ln1_rstd.data(),
                         dres, b.ln_1.weight.grad().data(), b.ln_1.bias.grad().data());
+    grads_ready(b);
   }
   embedding_backward(dres, ids_, dwte);
   Parameter& wpe = wpe_->weight;

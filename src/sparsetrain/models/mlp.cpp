@@ -147,7 +147,7 @@ LossResult Mlp::forward(const Batch& batch, bool training, uint64_t seed, int64_
     if (hidden && dropped_last_) {
       dropout_forward(static_cast<float>(config_.dropout),
                       Philox(seed, layers_[i]->weight().name() + ".dropout", static_cast<uint64_t>(step)), post_[i],
-                      dropped_[i], keep_[i].data(), config_.inverted_dropout);
+                      dropped_[i], keep_[i].data(), config_.inverted_dropout, batch.first_row);
       x = dropped_[i];
     }
   }
@@ -185,6 +185,7 @@ void Mlp::backward() {
     Matrix& dx = dy.data == grad_a_.data() ? grad_b_ : grad_a_;
     if (dx.rows() != dy.rows || dx.cols() != layers_[i]->in_features()) dx = Matrix(dy.rows, layers_[i]->in_features());
     layers_[i]->backward(dy, dx);
+    grads_ready(*layers_[i]);
     dy = dx;
   }
 }

@@ -3,6 +3,8 @@
 // configs, sparsity groups and checkpoints) that computes a loss on a batch and the gradient of
 // that loss, layer by layer, with explicit forward and backward passes.
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,9 @@ struct Batch {
   Matrix inputs;                 // [rows x features] (classifiers)
   std::vector<int32_t> targets;  // [rows * seq] next-token ids, or class labels
   int64_t predictions() const { return rows * seq; }
+  // Where these rows start in the step's global batch: a data-parallel rank holds rows
+  // [first_row, first_row + rows) of it, and keys per-row randomness (dropout) by the global row.
+  int64_t first_row = 0;
 };
 
 // Training FLOPs of one forward and backward pass (2 per multiply-add). `dense` counts every
@@ -49,6 +54,22 @@ class Model : public Module {
   // The arithmetic of the products (core/precision.h), float32 until set: bf16 runs every linear
   // layer and the head on bf16 operands with float32 accumulation; the rest stays float32.
   virtual void set_precision(Precision precision) = 0;
+
+  // Called by backward() whenever a group of parameters has its final gradient of the step (a
+  // block, a layer), so that a data-parallel run can all-reduce them while the pass goes on
+  // (dist/gradient_reducer.h). Parameters never announced are final when backward() returns.
+  using GradsReady = std::function<void(std::span<Parameter* const>)>;
+  void on_grads_ready(GradsReady callback) { grads_ready_ = std::move(callback); }
+
+ protected:
+  void grads_ready(Module& module) {
+    if (!grads_ready_) return;
+    const std::vector<Parameter*> params = module.parameters();
+    grads_ready_(params);
+  }
+
+ private:
+  GradsReady grads_ready_;
 };
 
 }  // namespace sparsetrain

@@ -30,7 +30,8 @@ void check_same_shape(const char* op, const char* a_name, ConstMatrixView a, con
 }  // namespace
 
 // x, y [R x C]; keep [R * C], row-major without padding whatever x's ld.
-void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y, uint8_t* keep, bool inverted) {
+void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y, uint8_t* keep, bool inverted,
+                     int64_t first_row) {
   const ProfileScope profile("dropout");
   check_p("dropout_forward", p);
   check_same_shape("dropout_forward", "x", x, "y", y);
@@ -48,7 +49,7 @@ void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y
       float* yr = y.row(r);
       uint8_t* kr = keep + r * C;
       for (int64_t c = 0; c < C; ++c) {
-        const uint64_t i = static_cast<uint64_t>(r * C + c);
+        const uint64_t i = static_cast<uint64_t>((first_row + r) * C + c);
         if (i / 4 != block_index) {
           block_index = i / 4;
           block = rng.block(block_index);

@@ -12,8 +12,10 @@ namespace sparsetrain {
 
 // y = x * keep / (1 - p) with keep[i] = rng.uniform(i) >= p for the i-th element in row-major
 // order of x; keep [rows * cols] is saved for the backward pass. 0 <= p < 1; y may alias x.
-void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y, uint8_t* keep,
-                     bool inverted = true);
+// x's rows are rows first_row, first_row + 1, ... of a larger batch (a data-parallel rank's
+// share), whose element indices the stream is read at.
+void dropout_forward(float p, const Philox& rng, ConstMatrixView x, MatrixView y, uint8_t* keep, bool inverted = true,
+                     int64_t first_row = 0);
 // dx = dy * keep / (1 - p) (or dy * keep when not inverted); dx may alias dy.
 void dropout_backward(float p, const uint8_t* keep, ConstMatrixView dy, MatrixView dx, bool inverted = true);
 

@@ -229,6 +229,12 @@ bool SparsityAlgorithm::grads_finite() const {
   return true;
 }
 
+int64_t SparsityAlgorithm::mask_updates() const {
+  int64_t n = 0;
+  for (const SparsityAlgorithm* leaf : leaf_algorithms()) n += leaf->updates_done_;
+  return n;
+}
+
 nlohmann::json SparsityAlgorithm::state() const { return {{"algorithm", name()}, {"updates_done", updates_done_}}; }
 
 void SparsityAlgorithm::load_state(const nlohmann::json& state) {

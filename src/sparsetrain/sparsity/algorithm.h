@@ -109,6 +109,10 @@ class SparsityAlgorithm {
   // ...". The run still trains; a caller shows these to the user before it does.
   const std::vector<std::string>& storage_warnings() const { return storage_warnings_; }
 
+  // Mask updates made so far by the algorithms that decide masks (a Group's members, summed): a
+  // data-parallel run compares the ranks' masks whenever it grows.
+  int64_t mask_updates() const;
+
   // Masks never change on a step with a non-finite gradient in a claimed parameter.
   bool grads_finite() const;
 

@@ -1,15 +1,16 @@
 #include "sparsetrain/train/data_source.h"
 
-#include <algorithm>
-#include <set>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/philox.h"
 #include "sparsetrain/data/numpy_shuffle.h"
 #include "sparsetrain/data/text_corpus.h"
+#include "sparsetrain/dist/rank_agreement.h"
 #include "sparsetrain/text/byte_tokenizer.h"
 #include "sparsetrain/text/gpt2_tokenizer.h"
 
@@ -97,8 +98,19 @@ class TextSource final : public DataSource {
   void train_batch(uint64_t seed, int64_t step, Batch& out) override {
     const Philox rng(seed, "train.batch", static_cast<uint64_t>(step));
     const auto starts = static_cast<uint64_t>(static_cast<int64_t>(train_.size()) - seq_);
-    fill(out, batch_, [&](int64_t row) { return static_cast<int64_t>(rng.below(static_cast<uint64_t>(row), starts)); },
-         train_);
+    const RowRange mine = my_rows();
+    fill(
+        out, mine.end - mine.begin,
+        [&](int64_t row) { return static_cast<int64_t>(rng.below(static_cast<uint64_t>(mine.begin + row), starts)); },
+        train_);
+    out.first_row = mine.begin;
+  }
+  int64_t batch_size() const override { return batch_; }
+  uint64_t fingerprint() const override {
+    const uint64_t parts[] = {content_hash(train_.data(), train_.size() * sizeof(int32_t)),
+                              content_hash(validation_.data(), validation_.size() * sizeof(int32_t)),
+                              static_cast<uint64_t>(seq_)};
+    return content_hash(parts, sizeof parts);
   }
 
   int64_t eval_batches() const override { return eval_batches_; }
@@ -122,6 +134,7 @@ class TextSource final : public DataSource {
   void fill(Batch& out, int64_t rows, Start start, const std::vector<int32_t>& stream) const {
     out.rows = rows;
     out.seq = seq_;
+    out.first_row = 0;
     out.ids.resize(static_cast<std::size_t>(rows * seq_));
     out.targets.resize(out.ids.size());
     for (int64_t r = 0; r < rows; ++r) {
@@ -171,8 +184,16 @@ class ImageSource final : public DataSource {
       order_epoch_ = epoch;
       order_seed_ = seed;
     }
-    fill(out, train_, std::span<const int64_t>(order_).subspan(static_cast<std::size_t>(index * batch_),
-                                                               static_cast<std::size_t>(batch_)));
+    const RowRange mine = my_rows();
+    fill(out, train_,
+         std::span<const int64_t>(order_).subspan(static_cast<std::size_t>(index * batch_ + mine.begin),
+                                                  static_cast<std::size_t>(mine.end - mine.begin)));
+    out.first_row = mine.begin;
+  }
+  int64_t batch_size() const override { return batch_; }
+  uint64_t fingerprint() const override {
+    const uint64_t parts[] = {hash(train_), hash(test_)};
+    return content_hash(parts, sizeof parts);
   }
   int64_t eval_batches() const override { return eval_batches_; }
   void eval_batch(int64_t i, Batch& out) const override {
@@ -189,6 +210,12 @@ class ImageSource final : public DataSource {
   int64_t input_size() const override { return train_.rows * train_.cols; }
 
  private:
+  static uint64_t hash(const ImageSet& set) {
+    const uint64_t parts[] = {
+        content_hash(set.images.data(), static_cast<std::size_t>(set.images.size()) * sizeof(float)),
+        content_hash(set.labels.data(), set.labels.size() * sizeof(int32_t))};
+    return content_hash(parts, sizeof parts);
+  }
   static ImageSet first_of(ImageSet set, std::span<const int64_t> order, int64_t n, const char* section) {
     if (n == 0) return set;  // all of them, in order
     if (n > set.count()) fail("{}.num_examples: {} is more than the {} examples there are", section, n, set.count());
@@ -199,6 +226,7 @@ class ImageSource final : public DataSource {
     const int64_t features = set.images.cols();
     out.rows = rows;
     out.seq = 1;
+    out.first_row = 0;
     if (out.inputs.rows() != rows || out.inputs.cols() != features) out.inputs = Matrix(rows, features);
     out.targets.resize(idx.size());
     for (int64_t r = 0; r < rows; ++r) {
@@ -216,6 +244,22 @@ class ImageSource final : public DataSource {
 };
 
 }  // namespace
+
+RowRange shard_rows(int64_t rows, int rank, int ranks) {
+  const int64_t base = rows / ranks, extra = rows % ranks;
+  const int64_t begin = rank * base + std::min<int64_t>(rank, extra);
+  return {begin, begin + base + (rank < extra ? 1 : 0)};
+}
+
+void DataSource::shard(int rank, int ranks) {
+  if (batch_size() < ranks)
+    fail(
+        "train_input.batch_size: a batch of {} cannot be split over {} ranks (every rank needs at least one "
+        "row); use a batch_size of at least {} or fewer ranks",
+        batch_size(), ranks, ranks);
+  rank_ = rank;
+  ranks_ = ranks;
+}
 
 std::unique_ptr<DataSource> make_data_source(const TrainConfig& config, int64_t model_context,
                                              const Tokenizer* tokenizer) {

@@ -21,11 +21,24 @@
 
 namespace sparsetrain {
 
+// Rows [begin, end) of a batch of `rows` that rank `rank` of `ranks` holds: as even as can be, the
+// first rows % ranks ranks one row more (16 over 3: 6, 5, 5).
+struct RowRange {
+  int64_t begin = 0, end = 0;
+};
+RowRange shard_rows(int64_t rows, int rank, int ranks);
+
 class DataSource {
  public:
   virtual ~DataSource() = default;
-  // The training batch of optimizer step `step` (>= 1).
+  // The training batch of optimizer step `step` (>= 1): this rank's share of it (shard()), with
+  // Batch::first_row saying where that share starts.
   virtual void train_batch(uint64_t seed, int64_t step, Batch& out) = 0;
+  // Rows of every training batch, over all ranks (train_input.batch_size).
+  virtual int64_t batch_size() const = 0;
+  // From now on train_batch() reads only rank `rank`'s rows of each batch, of `ranks` ranks. A
+  // batch with fewer rows than ranks is an Error.
+  void shard(int rank, int ranks);
   // Evaluation batches: how many, and batch i of them.
   virtual int64_t eval_batches() const = 0;
   virtual void eval_batch(int64_t i, Batch& out) const = 0;
@@ -35,6 +48,15 @@ class DataSource {
   virtual std::string describe() const = 0;
   // Input features of image data (rows * cols), or the vocabulary of text data.
   virtual int64_t input_size() const = 0;
+  // A hash of everything the source read (training and evaluation examples, in order): equal
+  // on every rank of a data-parallel run, or the run does not start.
+  virtual uint64_t fingerprint() const = 0;
+
+ protected:
+  RowRange my_rows() const { return shard_rows(batch_size(), rank_, ranks_); }
+
+ private:
+  int rank_ = 0, ranks_ = 1;
 };
 
 // Loads the datasets the config names (train_input and eval_input). Text is encoded with

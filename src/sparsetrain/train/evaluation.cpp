@@ -2,22 +2,30 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 
 #include "sparsetrain/core/error.h"
 
 namespace sparsetrain {
 
-EvalResult evaluate(Model& model, const DataSource& data) {
+EvalResult evaluate(Model& model, const DataSource& data, Communicator& comm) {
   double loss_sum = 0.0;
   int64_t correct = 0, predictions = 0;
   Batch batch;
-  for (int64_t i = 0; i < data.eval_batches(); ++i) {
+  for (int64_t i = comm.rank(); i < data.eval_batches(); i += comm.size()) {
     data.eval_batch(i, batch);
     const LossResult r = model.forward(batch, /*training=*/false, 0, 0);
     loss_sum += r.loss * static_cast<double>(batch.predictions());
     correct += r.correct;
     predictions += batch.predictions();
+  }
+  if (comm.size() > 1) {
+    std::array<double, 3> sums = {loss_sum, static_cast<double>(correct), static_cast<double>(predictions)};
+    comm.sum(sums);
+    loss_sum = sums[0];
+    correct = static_cast<int64_t>(sums[1]);
+    predictions = static_cast<int64_t>(sums[2]);
   }
   if (predictions == 0) fail("evaluation: the evaluation split has no batches");
   return {loss_sum / static_cast<double>(predictions), static_cast<double>(correct) / static_cast<double>(predictions),

@@ -15,8 +15,9 @@ struct EvalResult {
   int64_t predictions = 0;
 };
 
-// Mean loss and accuracy over the data's evaluation batches.
-EvalResult evaluate(Model& model, const DataSource& data);
+// Mean loss and accuracy over the data's evaluation batches. Spread over the ranks of `comm`
+// (batch i on rank i mod ranks) and summed over them; every rank gets the result.
+EvalResult evaluate(Model& model, const DataSource& data, Communicator& comm);
 
 // "eval step 200: loss 1.2345, perplexity 3.44 (40960 tokens)"
 std::string eval_line(const Setup& s, int64_t step, const EvalResult& r);

@@ -13,6 +13,7 @@ namespace sparsetrain {
 using json = nlohmann::json;
 
 MetricsLog::MetricsLog(std::string path, int64_t resume_step) : path_(std::move(path)) {
+  if (path_.empty()) return;
   if (resume_step >= 0 && std::filesystem::exists(path_)) {
     std::istringstream in(read_file(path_));
     std::string line, kept;
@@ -35,6 +36,7 @@ MetricsLog::~MetricsLog() {
 void MetricsLog::add_listener(Listener listener) { listeners_.push_back(std::move(listener)); }
 
 void MetricsLog::write(const json& given) {
+  if (file_ == nullptr) return;
   json row = given;
   bool nonfinite = false;
   for (auto& [key, value] : row.items())

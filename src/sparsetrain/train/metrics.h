@@ -15,7 +15,8 @@ class MetricsLog {
  public:
   // Opens `path` for appending. When resuming at `resume_step`, rows of later steps (written
   // after that checkpoint) and a truncated last line are dropped first, so the file reads as if
-  // the run had never stopped.
+  // the run had never stopped. An empty path writes nothing (the ranks of a data-parallel run
+  // but rank 0).
   MetricsLog(std::string path, int64_t resume_step);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;

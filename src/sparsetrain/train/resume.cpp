@@ -93,8 +93,10 @@ StartPoint resolve_start(Setup& s, const RunOptions& o) {
   const std::string& dir = o.model_dir;
   const bool training = o.mode != RunMode::Eval;
   if (!o.checkpoint_path.empty()) (void)checkpoint_state_path_of(o.checkpoint_path);  // a model file's path
-  // What a killed save left behind is never resumed from; training removes it.
-  if (training) {
+  // What a killed save left behind is never resumed from; training removes it (rank 0 alone:
+  // the other ranks of a data-parallel run only read the model directory).
+  const bool writes = s.comm().rank() == 0;
+  if (training && writes) {
     const std::vector<std::string> removed = remove_interrupted_saves(dir);
     if (!removed.empty())
       fmt::print("removed the leftovers of an interrupted save from {}: {}\n", dir, fmt::join(removed, ", "));
@@ -112,7 +114,7 @@ StartPoint resolve_start(Setup& s, const RunOptions& o) {
                            : !done.empty()      ? checkpoint_model_path(dir, done.back())
                                                 : "";
   if (weights_only && done.empty()) {
-    set_aside_dead_run(dir);
+    if (writes) set_aside_dead_run(dir);
     load_model_weights(o.checkpoint_path, *s.model);
     fmt::print("starting from the weights of {}\n", o.checkpoint_path);
   } else if (!from.empty()) {
@@ -133,7 +135,7 @@ StartPoint resolve_start(Setup& s, const RunOptions& o) {
   } else if (!training) {
     fail("{}: no complete checkpoint to evaluate; train first or give --checkpoint_path", dir);
   } else {
-    set_aside_dead_run(dir);
+    if (writes) set_aside_dead_run(dir);
     if (!s.config.init_from.empty()) fmt::print("starting from the Hugging Face weights of {}\n", s.config.init_from);
   }
   const int64_t state_step = state ? state->progress.step : 0;

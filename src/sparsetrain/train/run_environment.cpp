@@ -12,6 +12,7 @@
 #include "sparsetrain/core/isa.h"
 #include "sparsetrain/core/parallel.h"
 #include "sparsetrain/core/read_file.h"
+#include "sparsetrain/dist/communicator.h"
 #include "sparsetrain/kernels/dense_isa.h"
 #include "sparsetrain/train/metrics.h"
 
@@ -35,6 +36,7 @@ json run_environment() {
   e["onednn"] = onednn_version();
   e["onednn_isa"] = onednn_isa;
   e["threads"] = num_threads();
+  e["ranks"] = world().size();
   e["portable"] = !build.native && kernel_isa == kPortableIsa && onednn_isa == kPortableIsa;
   return e;
 }

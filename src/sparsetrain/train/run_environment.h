@@ -1,12 +1,12 @@
 #pragma once
 // What a run executes with besides its config and data: the binary's build, the CPU and the
-// instruction sets the kernels and oneDNN dispatch to, the threads. Each of these can change a
+// instruction sets the kernels and oneDNN dispatch to, the threads (per rank) and the ranks. Each of these can change a
 // run's bits (docs/reliability.md#determinism-contract), so every start of a run appends one
 // line to run_environment.jsonl in its model directory, e.g.
 //   {"build_flags":"-O3 -DNDEBUG -fno-math-errno","build_type":"Release","compiler":"GNU 12.2.0",
 //    "cpu":"AMD EPYC (AuthenticAMD family 25 model 17 stepping 1)","kernel_isa":"avx2",
 //    "mode":"train","native":false,"onednn":"2.6.3","onednn_isa":"avx2","portable":true,
-//    "sparsetrain":"0.1.0","step":0,"threads":2}
+//    "ranks":1,"sparsetrain":"0.1.0","step":0,"threads":2}
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "sparsetrain/config/train_config.h"
+#include "sparsetrain/dist/gradient_reducer.h"
 #include "sparsetrain/models/model.h"
 #include "sparsetrain/optim/optimizer.h"
 #include "sparsetrain/sparsity/algorithm.h"
@@ -25,6 +26,11 @@ struct Setup {
   // What the run does other than the config asks, for the user before it starts: each sparsity
   // group's storage warnings (SparsityAlgorithm::storage_warnings), "<file>: sparsity group 1: ...".
   std::vector<std::string> warnings;
+  // The ranks the run is spread over (train/distributed.h): this process alone unless
+  // distribute() was called under mpirun. The reducer averages their gradients (null alone).
+  Communicator* ranks = nullptr;
+  std::unique_ptr<GradientReducer> reducer;
+  Communicator& comm() const;
 };
 
 // The model a config describes: a GPT's vocabulary is `tokenizer_vocab` unless `vocab_size` is

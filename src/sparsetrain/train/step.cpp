@@ -1,12 +1,14 @@
 #include "sparsetrain/train/step.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <vector>
 
 #include "sparsetrain/core/parallel.h"
 #include "sparsetrain/core/profile.h"
+#include "sparsetrain/dist/rank_agreement.h"
 #include "sparsetrain/ops/fast_math.h"
 
 namespace sparsetrain {
@@ -73,10 +75,23 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
     s.data->train_batch(s.seed, step, batch);
   }
   StepResult r;
-  r.predictions = batch.predictions();
-  r.flops = model.training_flops(batch.rows, batch.seq);
+  // The global batch's rows and predictions: a data-parallel rank holds only its share of them.
+  std::array<double, 2> global = {static_cast<double>(batch.rows), static_cast<double>(batch.predictions())};
+  if (s.reducer) {
+    s.comm().sum(global);
+    s.reducer->begin(static_cast<double>(batch.predictions()) / global[1]);
+  }
+  r.predictions = static_cast<int64_t>(global[1]);
+  r.flops = model.training_flops(static_cast<int64_t>(global[0]), batch.seq);
   r.loss = model.forward(batch, /*training=*/true, s.seed, step).loss;
   model.backward();
+  if (s.reducer) {
+    s.reducer->finish();
+    r.reduce = s.reducer->stats();
+    std::array<double, 1> loss_sum = {r.loss * static_cast<double>(batch.predictions())};
+    s.comm().sum(loss_sum);
+    r.loss = loss_sum[0] / global[1];
+  }
   {
     const ProfileScope profile("gradient norm");
     r.grad_norm = grad_norm(model);
@@ -94,7 +109,10 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
   const double max_norm = s.config.optimizer.max_gradient_norm;
   const ProfileScope profile("optimizer");
   if (max_norm > 0.0 && r.grad_norm > max_norm) scale_grads(model, static_cast<float>(max_norm / r.grad_norm));
+  const int64_t mask_updates = s.sparsity ? s.sparsity->mask_updates() : 0;
   optimizer.step();
+  if (s.reducer && s.sparsity && s.sparsity->mask_updates() != mask_updates)
+    require_same_masks(s.comm(), model.parameters(), step);
   return timed(r);
 }
 

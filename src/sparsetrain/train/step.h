@@ -6,8 +6,10 @@
 //   batch = data.train_batch(seed, k); loss = model.forward(batch); model.backward()
 //   non-finite loss or gradient, or a loss above max_loss: the step is skipped (no update, no
 //   mask change)
+//   data-parallel (train/distributed.h): each rank reads its share of the batch; the gradients
+//   are averaged over the ranks (during backward) and the loss too, so every rank goes on alike
 //   clip the global gradient norm (optimizer.max_gradient_norm); optimizer.step()
-//   (the sparsity algorithm updates masks after the step)
+//   (the sparsity algorithm updates masks after the step; data-parallel ranks then compare them)
 #include <cstdint>
 #include <limits>
 
@@ -24,6 +26,7 @@ struct StepResult {
   int64_t predictions = 0;
   Flops flops;  // this step's, RigL's dense-gradient GEMMs included in `actual`
   double seconds = 0.0;  // the step's wall time
+  ReduceStats reduce;    // data-parallel runs: what the gradient all-reduce moved and cost
 };
 
 StepResult train_step(Setup& setup, int64_t step, Batch& batch,

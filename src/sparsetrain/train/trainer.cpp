@@ -55,7 +55,8 @@ void record_config(const Setup& s, const std::string& dir, int64_t start_step) {
 }
 
 int evaluate_only(Setup& s, const RunOptions& o, int64_t step) {
-  const EvalResult r = evaluate(*s.model, *s.data);
+  const EvalResult r = evaluate(*s.model, *s.data, s.comm());
+  if (s.comm().rank() != 0) return 0;
   fmt::print("{}\n", eval_line(s, step, r));
   std::fflush(stdout);
   MetricsLog metrics((fs::path(o.model_dir) / "metrics.jsonl").string(), -1);
@@ -81,13 +82,16 @@ int run(Setup& s, const RunOptions& o) {
   const std::string& dir = o.model_dir;
   create_output_directory(dir, "--model_dir");
   const StartPoint start = resolve_start(s, o);
-  record_environment(dir, start.progress.step, std::string(run_mode_name(o.mode)));
+  // Rank 0 alone writes the model directory; the others wait until it is ready.
+  const bool writes = s.comm().rank() == 0;
+  if (writes) record_environment(dir, start.progress.step, std::string(run_mode_name(o.mode)));
+  s.comm().barrier();
   if (o.mode == RunMode::Eval) return evaluate_only(s, o, start.progress.step);
 
-  record_config(s, dir, start.progress.step);
+  if (writes) record_config(s, dir, start.progress.step);
   const int64_t steps = total_steps(s);
   Training t(s, o, start.progress, steps);
-  log_to_tensorboard(t.metrics, s, dir, start.progress.step);
+  if (writes) log_to_tensorboard(t.metrics, s, dir, start.progress.step);
 
   // In the order they run at each event.
   auto checkpointer = std::make_unique<Checkpointer>(start.saved_step);
@@ -100,8 +104,9 @@ int run(Setup& s, const RunOptions& o) {
 
   fmt::print("{}\n{}\n", s.model->describe(), s.data->describe());
   if (t.progress.step < steps)
-    fmt::print("training steps {} to {} on {} thread{}; model directory {}\n", t.progress.step + 1, steps,
-               num_threads(), num_threads() == 1 ? "" : "s", dir);
+    fmt::print("training steps {} to {} on {}{} thread{}; model directory {}\n", t.progress.step + 1, steps,
+               s.comm().size() == 1 ? "" : fmt::format("{} ranks x ", s.comm().size()), num_threads(),
+               num_threads() == 1 ? "" : "s", dir);
   else
     fmt::print("nothing to do: the newest checkpoint is at step {} of {}\n", t.progress.step, steps);
   std::fflush(stdout);

@@ -1,5 +1,6 @@
 #include "sparsetrain/train/hooks/checkpointer.h"
 
+#include "sparsetrain/dist/rank_agreement.h"
 #include "sparsetrain/train/checkpoint.h"
 
 namespace sparsetrain {
@@ -15,8 +16,15 @@ void Checkpointer::ensure_saved(Training& t) {
 
 void Checkpointer::save(Training& t) {
   const Setup& s = t.setup;
-  save_checkpoint(t.options.model_dir, *s.model, *s.optimizer, capture_trainer_state(s, t.progress));
-  prune_checkpoints(t.options.model_dir, s.config.run.keep_checkpoints);
+  Communicator& comm = s.comm();
+  // A data-parallel run saves what every rank holds, or nothing.
+  if (comm.size() > 1) require_same_values(comm, s.model->parameters(), t.progress.step);
+  if (comm.rank() == 0) {
+    save_checkpoint(t.options.model_dir, *s.model, *s.optimizer, capture_trainer_state(s, t.progress));
+    prune_checkpoints(t.options.model_dir, s.config.run.keep_checkpoints);
+  }
+  // No rank goes on before the checkpoint is complete; a failed save ends the job from rank 0.
+  comm.barrier();
   saved_ = t.progress.step;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "sparsetrain/train/checkpoint.h"
 
 namespace sparsetrain {
@@ -32,7 +34,14 @@ StopSignals::~StopSignals() {
 }
 
 void StopSignals::on_train_batch_end(Training& t, const StepResult&) {
-  const int received = stop_signal;
+  int received = stop_signal;
+  if (Communicator& comm = t.setup.comm(); comm.size() > 1) {
+    // The ranks stop after the same step: mpirun passes a signal on to every rank, but not at
+    // the same moment.
+    std::vector<uint64_t> any = {static_cast<uint64_t>(received)};
+    comm.max(any);
+    received = static_cast<int>(any[0]);
+  }
   if (received == 0 || t.last_step()) return;  // the last step ends the run anyway, normally
   t.stop(128 + received, fmt::format("stopped by {} after step {}; checkpoint: {} (train again with the same "
                                      "--model_dir to resume)",
