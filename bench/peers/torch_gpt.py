@@ -26,15 +26,15 @@ zero_grad; the result is the median step after the warm-up ones.
                      torch.nn.parallel.DistributedDataParallel with its default options (gradient
                      buckets of --bucket-cap-mb, 25 MB: torch's default; all-reduce overlapped
                      with backward; the constant causal-mask buffer left out of its syncing, as
-                     gloo cannot broadcast bool tensors). The global --batch is split as evenly as it goes (8 over 2:
-                     4 and 4; 9 over 2: 5 and 4); each rank's loss is scaled by its share of the
-                     batch times N, so that DDP's averaged gradient is the global batch's mean even
-                     when the split is uneven. Every rank cuts its rows from the same global
-                     batches. A timed step is the same as above, started together on every rank
-                     (an untimed barrier before it); the step's time is the slowest rank's, and the
-                     result is the median of those. tokens/s = global batch x context / median
-                     step. Rank 0 prints the result, with ranks, threads_per_rank, ddp_backend and
-                     ddp_bucket_cap_mb added.
+                     gloo cannot broadcast bool tensors). The global --batch is split as evenly
+                     as it goes (8 over 2: 4 and 4; 9 over 2: 5 and 4); each rank's loss is
+                     scaled by its share of the batch times N, so that DDP's averaged gradient is
+                     the global batch's mean even when the split is uneven. Every rank cuts its
+                     rows from the same global batches. A timed step is the same as above,
+                     started together on every rank (an untimed barrier before it); the step's
+                     time is the slowest rank's, and the result is the median of those. tokens/s
+                     = global batch x context / median step. Rank 0 prints the result, with
+                     ranks, threads_per_rank, ddp_backend and ddp_bucket_cap_mb added.
 """
 import argparse
 import json
@@ -342,8 +342,9 @@ def report(a, times, losses, model, ddp=None):
     if a.json:
         print(json.dumps(result), flush=True)
     elif ddp:
+        per_rank = f"{ddp['threads_per_rank']} thread{'s' if ddp['threads_per_rank'] != 1 else ''}"
         print(f"pytorch {torch.__version__} {a.precision}, DDP {ddp['ddp_backend']} {ddp['ranks']} ranks x "
-              f"{ddp['threads_per_rank']} thread{'s' if ddp['threads_per_rank'] != 1 else ''} (batch {'+'.join(map(str, ddp['batch_per_rank']))}): "
+              f"{per_rank} (batch {'+'.join(map(str, ddp['batch_per_rank']))}): "
               f"{step_s * 1e3:.1f} ms per step (median of {a.steps}), {result['tokens_per_s']:.0f} tokens/s",
               flush=True)
     else:
