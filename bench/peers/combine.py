@@ -1,14 +1,48 @@
 #!/usr/bin/env python3
 """Joins the measurements of bench/peers/run.sh (the `sparsetrain bench train --json` objects and
 torch_gpt.py's JSON lines) into one table on stdout and one JSON file. Each row's figure is the
-median step over the run's processes; the ratio column divides its tokens/s by PyTorch bf16
-autocast's."""
+median step over the run's processes (data-parallel runs: over the run's process groups); the
+ratio column divides its tokens/s by PyTorch bf16 autocast's, and with data-parallel rows (run.sh
+--ddp N) two more columns divide it by PyTorch DDP fp32's and bf16 autocast's, and a summary sets
+each sparse sparsetrain data-parallel row against them (target: >= 3x)."""
 import argparse
 import datetime
 import json
 import os
 import platform
 import statistics
+import sys
+
+# sparsetrain 90% sparse on N processes x 1 thread against PyTorch DDP on the same.
+DDP_TARGET = 3.0
+
+
+def load_bench_json(path, ranks=None):
+    """The one `bench train --json` object in `path`. Under mpirun (ranks given) only rank 0 may
+    print it: one object per rank means N independent single-process runs, not a data-parallel
+    one."""
+    with open(path) as f:
+        text = f.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    # Anything mpirun itself wrote to stdout around the result is skipped.
+    objects = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                objects.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    if len(objects) != 1:
+        where = f" under mpirun -np {ranks}" if ranks else ""
+        sys.exit(f"combine.py: {path}: {len(objects)} bench train results{where}, expected one")
+    return objects[0]
+
+
+def plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def cpu_facts():
@@ -38,15 +72,27 @@ def main():
     p.add_argument("--sparsetrain-version", default="")
     p.add_argument("--sparsetrain", nargs=2, action="append", default=[], metavar=("LABEL", "FILE"),
                    help="a sparse case's row label and its bench train JSON file (once per round)")
-    p.add_argument("--torch", required=True, help="torch_gpt.py's JSON lines")
+    p.add_argument("--sparsetrain-ddp", nargs=2, action="append", default=[], metavar=("LABEL", "FILE"),
+                   help="the same from `mpirun -np DDP ... bench train --json` (once per round)")
+    p.add_argument("--ddp", type=int, default=0, help="processes of the data-parallel cases (0: none)")
+    p.add_argument("--ddp-threads", type=int, default=1, help="threads of each data-parallel process")
+    p.add_argument("--torch", required=True, help="torch_gpt.py's JSON lines (with and without --ddp)")
     a = p.parse_args()
 
     sparsetrain_runs = []
     for label, path in a.sparsetrain:
-        with open(path) as f:
-            sparsetrain_runs.append({"sparse_label": label, **json.load(f)})
+        sparsetrain_runs.append({"sparse_label": label, **load_bench_json(path)})
+    sparsetrain_ddp_runs = []
+    for label, path in a.sparsetrain_ddp:
+        r = load_bench_json(path, a.ddp)
+        if "ranks" in r and r["ranks"] != a.ddp:
+            sys.exit(f"combine.py: {path}: bench train reports {r['ranks']} ranks, run with {a.ddp}")
+        sparsetrain_ddp_runs.append({"sparse_label": label, **r})
     with open(a.torch) as f:
-        torch_runs = [json.loads(line) for line in f if line.strip()]
+        all_torch_runs = [json.loads(line) for line in f if line.strip()]
+    # torch_gpt.py --ddp adds "ranks".
+    torch_runs = [r for r in all_torch_runs if "ranks" not in r]
+    torch_ddp_runs = [r for r in all_torch_runs if "ranks" in r]
 
     suffix = "" if a.precision_sparsetrain == "fp32" else f" {a.precision_sparsetrain}"
     # row label -> [(ms per step, tokens per step)], one per process. A row's figure is the median
@@ -68,6 +114,25 @@ def main():
             if r["precision"] == precision:
                 add(names[precision], r["step_ms_median"], r["tokens_per_step"])
 
+    # Data parallel: N processes x T threads, one step of the group per row figure.
+    groups = f"{plural(a.ddp, 'rank')} x {plural(a.ddp_threads, 'thread')}"
+    for r in sparsetrain_ddp_runs:
+        add(f"sparsetrain dense{suffix} ({groups})", r["dense_ms_per_step"], r["predictions_per_step"])
+    sparse_ddp_labels = []
+    for r in sparsetrain_ddp_runs:
+        label = f"sparsetrain {r['sparse_label']}{suffix} ({groups})"
+        if label not in sparse_ddp_labels:
+            sparse_ddp_labels.append(label)
+        add(label, r["sparse_ms_per_step"], r["predictions_per_step"])
+    ddp_names = {}
+    for precision in ("fp32", "bf16"):
+        for r in torch_ddp_runs:
+            if r["precision"] == precision:
+                what = "fp32" if precision == "fp32" else "bf16 autocast"
+                ddp_names[precision] = (f"PyTorch DDP {r['ddp_backend']} {what} "
+                                        f"({r['ranks']} x {r['threads_per_rank']})")
+                add(ddp_names[precision], r["step_ms_median"], r["tokens_per_step"])
+
     rows = []
     for label, values in samples.items():
         ms = statistics.median(m for m, _ in values)
@@ -77,11 +142,32 @@ def main():
             "ms_per_step": ms,
             "ms_per_step_each": [m for m, _ in values],
         })
-    reference = next((r["tokens_per_s"] for r in rows if r["what"] == names["bf16"]), None)
+    def rate_of(label):
+        return next((r["tokens_per_s"] for r in rows if r["what"] == label), None)
+
+    reference = rate_of(names["bf16"])
+    ddp_reference = {precision: rate_of(label) for precision, label in ddp_names.items()}
     for r in rows:
         r["ratio_to_pytorch_bf16"] = r["tokens_per_s"] / reference if reference else None
+        for precision, rate in ddp_reference.items():
+            r[f"ratio_to_pytorch_ddp_{precision}"] = r["tokens_per_s"] / rate
 
-    torch0 = torch_runs[0] if torch_runs else {}
+    # What the data-parallel comparison is for: sparse sparsetrain against PyTorch DDP, the same
+    # processes and threads.
+    sparse_vs_ddp = []
+    for label in sparse_ddp_labels:
+        for precision, peer in ddp_names.items():
+            ratio = rate_of(label) / ddp_reference[precision]
+            sparse_vs_ddp.append({"sparsetrain": label, "pytorch": peer, "ratio": ratio, "target": DDP_TARGET,
+                                  "met": ratio >= DDP_TARGET})
+    # The rows compare throughput only if both sides train on the same global batch.
+    ddp_tokens = {r["tokens_per_step"] for r in torch_ddp_runs} | \
+        {r["predictions_per_step"] for r in sparsetrain_ddp_runs}
+    if len(ddp_tokens) > 1:
+        print(f"combine.py: warning: the data-parallel runs differ in tokens per step ({sorted(ddp_tokens)}): "
+              "sparsetrain's and PyTorch's global batches are not the same", file=sys.stderr)
+
+    torch0 = torch_runs[0] if torch_runs else (torch_ddp_runs[0] if torch_ddp_runs else {})
     first = sparsetrain_runs[0] if sparsetrain_runs else {}
     result = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -98,6 +184,17 @@ def main():
         "sparsetrain": sparsetrain_runs,
         "torch": torch_runs,
     }
+    if a.ddp:
+        result["ddp"] = {
+            "ranks": a.ddp,
+            "threads_per_rank": a.ddp_threads,
+            "sparsetrain": "mpirun -np N --oversubscribe --bind-to none sparsetrain bench train --threads 1 --json",
+            "pytorch": "torch_gpt.py --ddp N --threads 1",
+            "pytorch_ddp_bucket_cap_mb": sorted({r["ddp_bucket_cap_mb"] for r in torch_ddp_runs}),
+            "sparse_vs_pytorch_ddp": sparse_vs_ddp,
+        }
+        result["sparsetrain_ddp"] = sparsetrain_ddp_runs
+        result["torch_ddp"] = torch_ddp_runs
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
@@ -107,11 +204,22 @@ def main():
     print(f"\n{a.threads} threads; sparsetrain {first.get('isa')} kernels, oneDNN {first.get('onednn_isa')}; "
           f"torch {torch0.get('torch_version')}: ATen {blas.get('cpu_capability')}, BLAS {loaded[0]}, "
           f"bf16 matmul {(torch0.get('bf16') or {}).get('matmul_implementation')}")
+    if a.ddp:
+        print(f"data parallel: {groups} each; sparsetrain under mpirun, PyTorch DDP over gloo "
+              f"(bucket_cap_mb {', '.join(f'{v:g}' for v in result['ddp']['pytorch_ddp_bucket_cap_mb']) or '-'})"
+              + ("" if sparsetrain_ddp_runs else "; no sparsetrain data-parallel run (see the messages above)"))
     width = max(len(r["what"]) for r in rows)
-    print(f"{'what':<{width}}  {'ms/step':>8}  {'tokens/s':>9}  vs PyTorch bf16")
+    columns = [("vs PyTorch bf16", "ratio_to_pytorch_bf16")]
+    columns += [(f"vs DDP {precision}", f"ratio_to_pytorch_ddp_{precision}") for precision in ddp_names]
+    print(f"{'what':<{width}}  {'ms/step':>8}  {'tokens/s':>9}" + "".join(f"  {h:>15}" for h, _ in columns))
     for r in rows:
-        ratio = f"{r['ratio_to_pytorch_bf16']:.2f}x" if r["ratio_to_pytorch_bf16"] else "-"
-        print(f"{r['what']:<{width}}  {r['ms_per_step']:>8.1f}  {r['tokens_per_s']:>9.0f}  {ratio:>15}")
+        ratios = "".join(f"  {(f'{r[k]:.2f}x' if r.get(k) else '-'):>15}" for _, k in columns)
+        print(f"{r['what']:<{width}}  {r['ms_per_step']:>8.1f}  {r['tokens_per_s']:>9.0f}{ratios}")
+    if sparse_vs_ddp:
+        print(f"\nsparsetrain sparse vs PyTorch DDP (target >= {DDP_TARGET:g}x):")
+        for c in sparse_vs_ddp:
+            verdict = "met" if c["met"] else f"short by {DDP_TARGET / c['ratio']:.2f}x"
+            print(f"  {c['sparsetrain']} vs {c['pytorch']}: {c['ratio']:.2f}x ({verdict})")
     print(f"wrote {a.out}")
 
 

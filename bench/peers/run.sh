@@ -6,6 +6,14 @@
 # count, in one run. Prints one table (tokens/s, and the ratio to PyTorch bf16 autocast) and writes
 # every measurement to one JSON file. Results: docs/benchmarks.md, "bf16 mixed precision".
 #
+# With --ddp N the same run also trains data-parallel on N processes of 1 thread each, the global
+# batch (8) split among them: `mpirun -np N --oversubscribe --bind-to none sparsetrain bench train
+# --threads 1 --json` on the same configs (rank 0 prints the result), and torch_gpt.py --ddp N
+# --threads 1 (DistributedDataParallel over gloo, torch's default 25 MB buckets) in fp32 and in
+# bf16 autocast. Their rows say "(N ranks x 1 thread)" / "(N x 1)"; the table gains the ratio to
+# PyTorch DDP fp32 and bf16, and a summary of sparsetrain sparse against PyTorch DDP (target:
+# >= 3x). Results: docs/benchmarks.md, "PyTorch DDP (data parallel)".
+#
 #   bench/peers/run.sh [OPTIONS] [OUT.json]        (default runs/peers/peers.json)
 #
 #   --threads N                   threads of every case (default 2)
@@ -19,10 +27,19 @@
 #                                 LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp: the
 #                                 OpenMP build of OpenBLAS (libopenblas0-openmp), which shares
 #                                 torch's threads instead of adding its own (docs/benchmarks.md)
+#   --ddp N                       also the data-parallel cases on N processes x 1 thread (default
+#                                 off); sparsetrain's need `mpirun` (Open MPI: openmpi-bin) and a
+#                                 build whose `bench train` runs data-parallel under it, and are
+#                                 skipped with a message without mpirun
+#   --mpirun-arg ARG              one more argument for mpirun (repeatable), e.g. --mpirun-arg=--mca
+#                                 --mpirun-arg=btl_vader_single_copy_mechanism --mpirun-arg=none in
+#                                 containers where Open MPI's shared-memory copies fail
 #
 # Needs the built command ($SPARSETRAIN_BUILD_DIR, default build/: scripts/build.sh) with the
 # text data, and PyTorch from Debian (scripts/setup.sh --peers). $PYTHON picks the interpreter;
-# otherwise the first of python3 and /usr/bin/python3 that imports torch.
+# otherwise the first of python3 and /usr/bin/python3 that imports torch. --ddp's sparsetrain
+# cases need Open MPI's mpirun (sudo apt-get install openmpi-bin); as root, run.sh exports
+# OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, without which mpirun refuses.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -33,6 +50,8 @@ rounds=1
 bcsr16=0
 precision=fp32
 torch_env=()
+ddp=0
+mpirun_args=()
 out=runs/peers/peers.json
 positive() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "bench/peers/run.sh: $1 needs a number >= 1, got '$2'" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -46,8 +65,12 @@ while [ $# -gt 0 ]; do
     --precision-sparsetrain) precision=${2:?--precision-sparsetrain needs a precision}; shift ;;
     --torch-env) [[ "${2:-}" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "bench/peers/run.sh: --torch-env needs VAR=VALUE" >&2; exit 2; }
                  torch_env+=("$2"); shift ;;
+    --ddp) positive "$1" "${2:-}"; ddp=$2; shift ;;
+    --mpirun-arg) [ $# -ge 2 ] || { echo "bench/peers/run.sh: --mpirun-arg needs an argument" >&2; exit 2; }
+                  mpirun_args+=("$2"); shift ;;
+    --mpirun-arg=*) mpirun_args+=("${1#--mpirun-arg=}") ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    -*) echo "bench/peers/run.sh: unknown option '$1' (--threads, --steps, --warmup, --rounds, --bcsr16, --precision-sparsetrain, --torch-env, OUT.json)" >&2
+    -*) echo "bench/peers/run.sh: unknown option '$1' (--threads, --steps, --warmup, --rounds, --bcsr16, --precision-sparsetrain, --torch-env, --ddp, --mpirun-arg, OUT.json)" >&2
         exit 2 ;;
     *) out=$1 ;;
   esac
@@ -85,6 +108,25 @@ bench_args=(--threads "$threads" --steps "$steps" --warmup "$warmup" --json)
 # `bench train` has no --precision option.
 [ "$precision" = fp32 ] || bench_args+=(--precision "$precision")
 
+# The data-parallel cases: N processes of ddp_threads threads each.
+ddp_threads=1
+mpi=0
+if [ "$ddp" -gt 0 ]; then
+  if command -v mpirun >/dev/null; then
+    mpi=1
+    # Open MPI refuses to start as root without both.
+    if [ "$(id -u)" -eq 0 ]; then
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    fi
+    mpirun_cmd=(mpirun -np "$ddp" --oversubscribe --bind-to none "${mpirun_args[@]}" "$(realpath "$bin")")
+    ddp_bench_args=(--threads "$ddp_threads" --steps "$steps" --warmup "$warmup" --json)
+    [ "$precision" = fp32 ] || ddp_bench_args+=(--precision "$precision")
+  else
+    echo "bench/peers/run.sh: --ddp $ddp: no mpirun, so sparsetrain's data-parallel cases are skipped (only" >&2
+    echo "  PyTorch DDP runs); install Open MPI with: sudo apt-get install openmpi-bin libopenmpi-dev" >&2
+  fi
+fi
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 combine_args=()
@@ -102,8 +144,38 @@ for ((round = 1; round <= rounds; ++round)); do
     env "${torch_env[@]}" "$python" bench/peers/torch_gpt.py --precision "$torch_precision" --threads "$threads" --steps "$steps" \
       --warmup "$warmup" --json >>"$tmp/torch.jsonl"
   done
+  [ "$ddp" -gt 0 ] || continue
+  for entry in "${configs[@]}"; do
+    [ "$mpi" -eq 1 ] || break
+    label=${entry%%=*}
+    config=${entry#*=}
+    file="$tmp/sparsetrain-ddp-$round-${config##*/}.json"
+    echo "round $round/$rounds: ${mpirun_cmd[*]} bench train --params $config ${ddp_bench_args[*]}" >&2
+    if ! "${mpirun_cmd[@]}" bench train --params "$config" "${ddp_bench_args[@]}" >"$file" </dev/null; then
+      echo "bench/peers/run.sh: sparsetrain bench train failed under mpirun; its data-parallel rows are left out" >&2
+      mpi=0
+      break
+    fi
+    # Rank 0 alone prints the result. One result per rank means this build's bench train ran N
+    # independent copies (no data-parallel support), whose figures must not stand in the table.
+    results=$(grep -c '^{' "$file" || true)
+    if [ "$results" -ne 1 ]; then
+      echo "bench/peers/run.sh: sparsetrain bench train under mpirun -np $ddp printed $results results, not one" >&2
+      echo "  from rank 0 (does this build's bench train run data-parallel under mpirun?); its data-parallel rows" >&2
+      echo "  are left out" >&2
+      mpi=0
+      break
+    fi
+    combine_args+=(--sparsetrain-ddp "$label" "$file")
+  done
+  for torch_precision in fp32 bf16; do
+    echo "round $round/$rounds: ${torch_env[*]}${torch_env[*]:+ }torch_gpt.py --ddp $ddp --precision $torch_precision --threads $ddp_threads" >&2
+    env "${torch_env[@]}" "$python" bench/peers/torch_gpt.py --ddp "$ddp" --precision "$torch_precision" \
+      --threads "$ddp_threads" --steps "$steps" --warmup "$warmup" --json >>"$tmp/torch.jsonl"
+  done
 done
 
 mkdir -p "$(dirname "$out")"
 "$python" bench/peers/combine.py --out "$out" --threads "$threads" --precision-sparsetrain "$precision" \
+  --ddp "$ddp" --ddp-threads "$ddp_threads" \
   --sparsetrain-version "$("$bin" --version)" --torch "$tmp/torch.jsonl" "${combine_args[@]}"

@@ -18,6 +18,23 @@ zero_grad; the result is the median step after the warm-up ones.
   --precision bf16   torch.autocast('cpu', dtype=torch.bfloat16) around forward and loss; float32
                      weights, gradients and AdamW (what the PyTorch recipe for CPU mixed precision
                      is)
+
+  --ddp N            data parallel: the script starts N processes itself (torch.multiprocessing,
+                     no torchrun), each with --threads threads, joined by torch.distributed's
+                     "gloo" backend (TCP over the loopback interface: GLOO_SOCKET_IFNAME=lo unless
+                     set) on the CPU, the model wrapped in
+                     torch.nn.parallel.DistributedDataParallel with its default options (gradient
+                     buckets of --bucket-cap-mb, 25 MB: torch's default; all-reduce overlapped
+                     with backward; the constant causal-mask buffer left out of its syncing, as
+                     gloo cannot broadcast bool tensors). The global --batch is split as evenly
+                     as it goes (8 over 2: 4 and 4; 9 over 2: 5 and 4); each rank's loss is
+                     scaled by its share of the batch times N, so that DDP's averaged gradient is
+                     the global batch's mean even when the split is uneven. Every rank cuts its
+                     rows from the same global batches. A timed step is the same as above,
+                     started together on every rank (an untimed barrier before it); the step's
+                     time is the slowest rank's, and the result is the median of those. tokens/s
+                     = global batch x context / median step. Rank 0 prints the result, with
+                     ranks, threads_per_rank, ddp_backend and ddp_bucket_cap_mb added.
 """
 import argparse
 import json
@@ -33,6 +50,7 @@ import time
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="\n\n".join(__doc__.split("\n\n")[1:]),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
@@ -50,7 +68,19 @@ def parse_args(argv):
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--layer-norm-eps", type=float, default=1e-5)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    p.add_argument("--ddp", type=int, default=0, metavar="N",
+                   help="data parallel over N processes this script starts, --threads each, --batch "
+                        "split among them (DistributedDataParallel, gloo, CPU; default 0: one process, "
+                        "no DDP)")
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0,
+                   help="DistributedDataParallel's bucket_cap_mb with --ddp (default 25, torch's default)")
     a = p.parse_args(argv)
+    if a.ddp < 0:
+        p.error("--ddp must be >= 0")
+    if a.ddp and a.batch < a.ddp:
+        p.error(f"--batch {a.batch} gives no rows to some of the {a.ddp} --ddp processes")
+    if a.bucket_cap_mb <= 0:
+        p.error("--bucket-cap-mb must be > 0")
     for name in ("threads", "steps", "layers", "embed", "heads", "context", "vocab", "batch"):
         if getattr(a, name) < 1:
             p.error(f"--{name} must be >= 1")
@@ -200,41 +230,78 @@ def bf16_probe():
     }
 
 
-def main():
-    a = args
+def batch_shares(batch, ranks):
+    """The rows of a global batch each rank takes: as even as it goes, the first ranks one more."""
+    base, extra = divmod(batch, ranks)
+    return [base + (1 if r < extra else 0) for r in range(ranks)]
+
+
+def train_and_time(a, rank=0, ranks=0):
+    """Builds the model and times its steps. ranks 0: one process, no DDP; otherwise this is rank
+    `rank` of `ranks` in an initialized gloo group. Returns (step seconds, losses, model) of this
+    process; with DDP the losses are this rank's rows' mean loss, before the scaling for uneven
+    shares."""
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     model = Gpt(a)
     model.train()
+    # DDP broadcasts rank 0's parameters at construction (they are equal anyway: same seed).
+    net = model
+    if ranks:
+        ddp = torch.nn.parallel.DistributedDataParallel
+        # The causal mask is a constant bool buffer, the same on every rank; gloo cannot broadcast
+        # bool tensors, and DDP would broadcast it at construction and before every forward
+        # (broadcast_buffers). Ignored, the model has no buffer DDP syncs.
+        ddp._set_params_and_buffers_to_ignore_for_model(model, ["causal_mask"])
+        net = ddp(model, bucket_cap_mb=a.bucket_cap_mb)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8,
                             weight_decay=a.weight_decay)
     # A few distinct batches, made before timing (sparsetrain's step includes cutting its batch
-    # from the corpus, which takes well under 1 ms).
+    # from the corpus, which takes well under 1 ms). With DDP every rank makes the same global
+    # batches and takes its rows of them.
     gen = torch.Generator().manual_seed(a.seed)
     batches = [torch.randint(a.vocab, (a.batch, a.context + 1), generator=gen) for _ in range(4)]
+    # DDP averages the ranks' gradients; a rank with a larger share of the batch weighs more in the
+    # global mean loss, by share * ranks / batch (1 when the split is even).
+    loss_scale = 1.0
+    if ranks:
+        shares = batch_shares(a.batch, ranks)
+        first = sum(shares[:rank])
+        batches = [b[first:first + shares[rank]] for b in batches]
+        loss_scale = shares[rank] * ranks / a.batch
 
     def step(i):
         tokens = batches[i % len(batches)]
         ids, targets = tokens[:, :-1], tokens[:, 1:]
         if a.precision == "bf16":
             with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = model(ids, targets)
+                loss = net(ids, targets)
         else:
-            loss = model(ids, targets)
-        loss.backward()
+            loss = net(ids, targets)
+        (loss * loss_scale if loss_scale != 1.0 else loss).backward()
         opt.step()
         # set_to_none: torch 2's default and the faster form (no memset before backward).
         opt.zero_grad(set_to_none=True)
         return loss
 
+    if ranks:
+        import torch.distributed as dist
     times, losses = [], []
     for i in range(a.warmup + a.steps):
+        if ranks:
+            dist.barrier()  # untimed: every rank starts the step together
         start = time.perf_counter()
         loss = step(i)
         elapsed = time.perf_counter() - start
         losses.append(loss.item())  # outside the timed region; the step above already ran it
         if i >= a.warmup:
             times.append(elapsed)
+    return times, losses, model
+
+
+def report(a, times, losses, model, ddp=None):
+    """Prints the result: one JSON object with --json, else one line. `ddp`: the fields the DDP
+    mode adds."""
     if not all(math.isfinite(v) for v in losses):
         sys.exit(f"torch_gpt: non-finite loss {losses}")
     step_s = statistics.median(times)
@@ -245,6 +312,7 @@ def main():
         "python": platform.python_version(),
         "precision": a.precision,
         "autocast": "torch.autocast('cpu', dtype=torch.bfloat16)" if a.precision == "bf16" else None,
+        # With --ddp: each process's torch.get_num_threads(), as threads_per_rank.
         "threads": torch.get_num_threads(),
         "tokens_per_s": tokens / step_s,
         "step_ms_median": step_s * 1e3,
@@ -256,24 +324,87 @@ def main():
         "heads": a.heads,
         "context": a.context,
         "vocab": a.vocab,
-        "batch": a.batch,
+        "batch": a.batch,  # with --ddp the global batch, over every rank
         "tokens_per_step": tokens,
         "parameters": sum(p.numel() for p in model.parameters()),
         "optimizer": "torch.optim.AdamW (1.13's default single-tensor loop), zero_grad(set_to_none=True)",
         # What changes how this torch runs on a CPU besides the arguments.
         "env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY",
-                                          "ATEN_CPU_CAPABILITY", "LD_LIBRARY_PATH", "LD_PRELOAD")
+                                          "ATEN_CPU_CAPABILITY", "LD_LIBRARY_PATH", "LD_PRELOAD",
+                                          "GLOO_SOCKET_IFNAME")
                 if k in os.environ},
         "first_loss": losses[0],
         "last_loss": losses[-1],
+        **(ddp or {}),
         "blas": build_facts(),
         "bf16": bf16_probe(),
     }
     if a.json:
-        print(json.dumps(result))
+        print(json.dumps(result), flush=True)
+    elif ddp:
+        per_rank = f"{ddp['threads_per_rank']} thread{'s' if ddp['threads_per_rank'] != 1 else ''}"
+        print(f"pytorch {torch.__version__} {a.precision}, DDP {ddp['ddp_backend']} {ddp['ranks']} ranks x "
+              f"{per_rank} (batch {'+'.join(map(str, ddp['batch_per_rank']))}): "
+              f"{step_s * 1e3:.1f} ms per step (median of {a.steps}), {result['tokens_per_s']:.0f} tokens/s",
+              flush=True)
     else:
         print(f"pytorch {torch.__version__} {a.precision}, {result['threads']} threads: "
               f"{step_s * 1e3:.1f} ms per step (median of {a.steps}), {result['tokens_per_s']:.0f} tokens/s")
+
+
+def ddp_worker(rank, a, port):
+    """One process of --ddp: joins the gloo group, trains and times; rank 0 reports the whole group."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=a.ddp)
+    try:
+        times, losses, model = train_and_time(a, rank, a.ddp)
+        # Outside the timed steps: every rank's step times and losses to every rank.
+        gathered = [None] * a.ddp
+        dist.all_gather_object(gathered, (times, losses))
+    finally:
+        dist.destroy_process_group()
+    if rank != 0:
+        return
+    shares = batch_shares(a.batch, a.ddp)
+    # A step of the group ends when its slowest rank's does.
+    step_times = [max(rank_times[i] for rank_times, _ in gathered) for i in range(a.steps)]
+    # The global batch's mean loss: the ranks' means weighted by their rows.
+    global_losses = [sum(rank_losses[i] * share for (_, rank_losses), share in zip(gathered, shares)) / a.batch
+                     for i in range(a.warmup + a.steps)]
+    report(a, step_times, global_losses, model, ddp={
+        "ranks": a.ddp,
+        "threads_per_rank": torch.get_num_threads(),
+        "ddp_backend": "gloo",
+        "ddp_bucket_cap_mb": a.bucket_cap_mb,
+        "ddp_options": ("torch.nn.parallel.DistributedDataParallel, defaults but bucket_cap_mb "
+                "(broadcast_buffers=True, gradient_as_bucket_view=False, find_unused_parameters=False); "
+                "the constant causal-mask buffer ignored (gloo has no bool broadcast): no buffer synced; "
+                "gloo TCP over 127.0.0.1; processes from torch.multiprocessing.spawn"),
+        "batch_per_rank": shares,
+        "step_timing": "untimed barrier before each step; a step's time is its slowest rank's",
+        "step_ms_per_rank": [[t * 1e3 for t in rank_times] for rank_times, _ in gathered],
+        "loss_per_rank": {"first": [rl[0] for _, rl in gathered], "last": [rl[-1] for _, rl in gathered]},
+    })
+
+
+def main():
+    a = args
+    if not a.ddp:
+        times, losses, model = train_and_time(a)
+        report(a, times, losses, model)
+        return
+    import socket
+    import torch.multiprocessing as mp
+    # The processes talk over the loopback interface (gloo otherwise picks the interface the host
+    # name resolves to).
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    try:
+        mp.spawn(ddp_worker, args=(a, port), nprocs=a.ddp, join=True)
+    except Exception as e:  # a rank failed: its traceback is in the message
+        sys.exit(f"torch_gpt: --ddp {a.ddp}: {e}")
 
 
 if __name__ == "__main__":
