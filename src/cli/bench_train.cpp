@@ -318,7 +318,8 @@ int run_bench_train(const BenchTrainOptions& o) {
   const double dense_model_gflops = flops_dense / dense_ms / 1e6;
   std::vector<double> gemm_rates;
   for (const json& j : dense) gemm_rates.push_back(j["gemm"]["gflops"].get<double>());
-  const double gemm_rate = median(gemm_rates);
+  // Every rank runs its own GEMMs at once: the job's rate is the ranks' together.
+  const double gemm_rate = median(gemm_rates) * world().size();
   // Each round's dense and sparse processes ran back to back, so their ratio shows how far the
   // machine's speed drifted between rounds.
   std::vector<double> round_speedups;
@@ -381,10 +382,11 @@ int run_bench_train(const BenchTrainOptions& o) {
     fmt::print("{}\n", result.dump());
     return 0;
   }
-  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {}{} threads; {}; kernels {}, oneDNN {}\n", o.params,
-             d["model"].get<std::string>(), tokens, unit,
+  fmt::print("sparsetrain bench train: {}\n{}; {:.0f} {} per step; {}{} thread{}; {}; kernels {}, oneDNN {}\n",
+             o.params, d["model"].get<std::string>(), tokens, unit,
              world().size() > 1 ? fmt::format("{} ranks x ", world().size()) : std::string(), d["threads"].get<int>(),
-             d["precision"].get<std::string>(), d["isa"].get<std::string>(), d["onednn_isa"].get<std::string>());
+             d["threads"].get<int>() == 1 ? "" : "s", d["precision"].get<std::string>(), d["isa"].get<std::string>(),
+             d["onednn_isa"].get<std::string>());
   fmt::print("median of {} steps after {} warm-up, {} round{} of dense and sparse processes\n\n", o.steps, o.warmup,
              o.rounds, o.rounds == 1 ? "" : "s");
   fmt::print("{:<7} {:>9} {:>10} {:>12} {:>13} {:>9} {:>17}\n", "case", "ms/step", fmt::format("{}/s", unit),
@@ -398,9 +400,9 @@ int run_bench_train(const BenchTrainOptions& o) {
   if (o.rounds > 1) fmt::print("; round by round {:.2f}x", fmt::join(round_speedups, "x, "));
   fmt::print("\n");
   fmt::print(
-      "dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{})\n",
+      "dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{}{})\n",
       dense_model_gflops, dense_model_gflops / gemm_rate, gemm_rate, d["gemm"]["m"].get<int64_t>(),
-      d["gemm"]["n"].get<int64_t>(), d["gemm"]["k"].get<int64_t>());
+      d["gemm"]["n"].get<int64_t>(), d["gemm"]["k"].get<int64_t>(), world().size() > 1 ? ", every rank at once" : "");
   fmt::print(
       "sparse layers ({} tensors): weights + gradients + optimizer state {:.1f} MB sparse vs {:.1f} MB dense "
       "({:.3f}x; sparse: {:.1f} weights incl. structure, {:.1f} gradients, {:.1f} optimizer state)\n",

@@ -59,7 +59,7 @@ CliResult run(const std::vector<std::string>& args, const std::vector<std::strin
   const std::string out_path = dir + "sparsetrain_cli_out_" + std::to_string(getpid());
   const std::string err_path = dir + "sparsetrain_cli_err_" + std::to_string(getpid());
 
-  std::vector<std::string> argv_text = {SPARSETRAIN_EXE};
+  std::vector<std::string> argv_text = {control.program.empty() ? std::string(SPARSETRAIN_EXE) : control.program};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_text) argv.push_back(a.data());

@@ -25,6 +25,8 @@ CliResult run_cli_with_terminal_stderr(const std::vector<std::string>& args, con
 
 // What run_cli_controlled does besides running the command.
 struct CliControl {
+  // Runs this program instead of sparsetrain, e.g. mpirun, whose arguments then name sparsetrain.
+  std::string program;
   uint64_t file_size_limit = 0;      // RLIMIT_FSIZE of the process in bytes; 0 leaves it as inherited
   uint64_t address_space_limit = 0;  // RLIMIT_AS of the process in bytes (ulimit -v); 0 leaves it as inherited
   // Called with the process id right after it starts; the run then waits for the process to end.
