@@ -72,6 +72,12 @@ endfunction()
 # program needs the core slow a test by 10-80x (test_trainer: 0.4 s alone, 32 s beside another).
 # Waiting threads sleep instead.
 set(SPARSETRAIN_TEST_ENVIRONMENT "OMP_WAIT_POLICY=passive")
+# Tests that start mpirun: Open MPI refuses to run as root (as CI does) without the first two; the
+# rest keep LeakSanitizer (sanitizer builds) to sparsetrain's own leaks: Open MPI's components stay
+# loaded so that their allocations, kept until exit, match tests/lsan_mpi.supp.
+set(SPARSETRAIN_MPI_TEST_ENVIRONMENT "${SPARSETRAIN_TEST_ENVIRONMENT};OMPI_ALLOW_RUN_AS_ROOT=1"
+  "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_mca_base_component_disable_dlclose=1"
+  "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/lsan_mpi.supp:fast_unwind_on_malloc=0")
 
 function(sparsetrain_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LABELS" ${ARGN})

@@ -125,6 +125,14 @@ TEST_F(DistributedCliTest, ResumesBitIdenticallyAtTheSameRankCountAndCompletesAt
   ASSERT_EQ(on1.exit_code, 0) << on1.err;
   EXPECT_NE(on1.out.find("ranks 2 -> 1"), std::string::npos) << on1.out;
 
+  // Evaluation is spread over the ranks and summed: the loss of one process, printed once.
+  const CliResult eval2 = mpirun(3, {"eval", "--model_dir", whole.string(), "--threads", "1"});
+  const CliResult eval1 = mpirun(0, {"eval", "--model_dir", whole.string(), "--threads", "1"});
+  ASSERT_EQ(eval2.exit_code, 0) << eval2.err;
+  ASSERT_EQ(eval1.exit_code, 0) << eval1.err;
+  EXPECT_EQ(count(eval2.out, "eval step 12: loss "), 1u) << eval2.out;
+  EXPECT_EQ(eval2.out.substr(eval2.out.find("eval step 12")), eval1.out.substr(eval1.out.find("eval step 12")));
+
   const std::vector<double> reference = losses(whole);
   ASSERT_EQ(reference.size(), 12u);
   for (const fs::path& dir : {three, alone}) {
