@@ -158,6 +158,15 @@ TEST_F(DistributedCliTest, RanksWithDifferentConfigsFailAtStartWithOneMessage) {
   EXPECT_EQ(count(r.err, "sparsetrain: error: the ranks of this run differ from rank 0"), 1u) << r.err;
   EXPECT_NE(r.err.find("rank 1: the config"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(fs::path(dir) / "checkpoint_12.done"));
+
+  // Another kernel ISA on one rank (as on a host of another CPU kind) would round differently.
+  const CliResult isa =
+      run_cli_controlled({"-np", "1", SPARSETRAIN_EXE, "train", "--params", params_, "--model_dir", dir, ":", "-np",
+                          "1", SPARSETRAIN_EXE, "--max-isa", "ref", "train", "--params", params_, "--model_dir", dir},
+                         kEnv, control);
+  EXPECT_EQ(isa.exit_code, 5) << isa.err;
+  EXPECT_NE(isa.err.find("rank 1: the instruction sets the kernels and oneDNN run"), std::string::npos) << isa.err;
+  EXPECT_EQ(isa.err.find("the config"), std::string::npos) << isa.err;
 }
 
 TEST_F(DistributedCliTest, ABatchSmallerThanTheRanksIsAnError) {

@@ -7,8 +7,10 @@
 #include <thread>
 
 #include "sparsetrain/core/build_info.h"
+#include "sparsetrain/core/isa.h"
 #include "sparsetrain/core/parallel.h"
 #include "sparsetrain/dist/rank_agreement.h"
+#include "sparsetrain/kernels/dense_isa.h"
 
 namespace sparsetrain {
 
@@ -27,6 +29,9 @@ void distribute(Setup& s, Communicator& comm) {
       {"the config (after command-line overrides)", hash_of(fmt::format("{}\nseed {}", s.config.text, s.seed))},
       {"the sparsetrain build",
        hash_of(fmt::format("{} {} {} {} {}", b.version, b.compiler, b.build_type, b.flags, b.native))}};
+  // Other kernels or GEMM blocking round differently: ranks on other CPU kinds would drift apart.
+  fingerprints.push_back({"the instruction sets the kernels and oneDNN run (or oneDNN's version)",
+                          hash_of(fmt::format("{} {} {}", isa_name(effective_isa()), dense_isa(), onednn_version()))});
   if (s.data) fingerprints.push_back({"the data", s.data->fingerprint()});
   require_same_start(comm, fingerprints);
   s.ranks = &comm;
