@@ -3,8 +3,8 @@
 // bf16, products accumulated in fp32, fp32 outputs. Row-major, as dense_gemm.h:
 //   C[M x N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
 //
-// A dense linear layer keeps fp32 master weights and a bf16 copy of them (refreshed by the
-// optimizer), takes fp32 token-major activations and gradients, and converts them to bf16 here
+// A dense linear layer keeps fp32 master weights and a bf16 copy of them (made from them at each
+// forward), takes fp32 token-major activations and gradients, and converts them to bf16 here
 // (round to nearest even, core/bf16.h) into buffers of the calling thread that are reused from
 // call to call.
 //
