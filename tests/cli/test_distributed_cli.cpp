@@ -169,6 +169,20 @@ TEST_F(DistributedCliTest, RanksWithDifferentConfigsFailAtStartWithOneMessage) {
   EXPECT_EQ(isa.err.find("the config"), std::string::npos) << isa.err;
 }
 
+TEST_F(DistributedCliTest, AnErrorOnOneRankEndsTheJobWithThatRanksMessage) {
+  const std::string missing = (root_ / "missing.yaml").string();
+  CliControl control;
+  control.program = SPARSETRAIN_MPIEXEC;
+  const CliResult r = run_cli_controlled({"-np", "1", SPARSETRAIN_EXE, "train", "--params", params_, "--model_dir",
+                                          (root_ / "run").string(), ":", "-np", "1", SPARSETRAIN_EXE, "train",
+                                          "--params", missing, "--model_dir", (root_ / "run").string()},
+                                         kEnv, control);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("sparsetrain (rank 1 of 2): error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(root_ / "run" / "checkpoint_12.done"));
+}
+
 TEST_F(DistributedCliTest, ABatchSmallerThanTheRanksIsAnError) {
   const std::string small = write_config("small.yaml", 0.003, 2);
   const CliResult r = mpirun(3, {"train", "--params", small, "--model_dir", (root_ / "run").string()});
