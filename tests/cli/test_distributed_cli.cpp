@@ -22,6 +22,7 @@
 #include "cli_runner.h"
 #include "sparsetrain/core/read_file.h"
 #include "sparsetrain/train/checkpoint.h"
+#include "tiny_gpt_run.h"
 
 namespace sparsetrain::testing {
 namespace {
@@ -44,11 +45,7 @@ class DistributedCliTest : public ::testing::Test {
   void SetUp() override {
     root_ = fs::temp_directory_path() / fmt::format("sparsetrain-mpi-{}-{}", ::getpid(),
                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    std::ofstream text(root_ / "corpus.txt");
-    for (int i = 0; i < 400; ++i) text << "the quick brown fox number " << i << " jumps over the lazy dog.\n";
-    text.close();
+    make_tiny_corpus_dir(root_);
     params_ = write_config("params.yaml", 0.003);
   }
   void TearDown() override { fs::remove_all(root_); }
