@@ -40,8 +40,6 @@ int launcher_size() {
 Communicator& world() { return *world_communicator; }
 Communicator& world_of_one() { return single_process; }
 
-bool DistributedRuntime::launched_by_mpi() { return kMpiBuilt && launcher_size() > 0; }
-
 int DistributedRuntime::local_ranks() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMIX_LOCAL_SIZE"})
     if (const char* value = std::getenv(name); value && std::atoi(value) > 0) return std::atoi(value);

@@ -63,8 +63,6 @@ class DistributedRuntime {
   DistributedRuntime(const DistributedRuntime&) = delete;
   DistributedRuntime& operator=(const DistributedRuntime&) = delete;
 
-  // MPI was built in (SPARSETRAIN_MPI) and the process was started by an MPI launcher.
-  static bool launched_by_mpi();
   // Ranks of the job on this host (the launcher's local size), 1 outside a job.
   static int local_ranks();
 

@@ -95,7 +95,7 @@ StartPoint resolve_start(Setup& s, const RunOptions& o) {
   if (!o.checkpoint_path.empty()) (void)checkpoint_state_path_of(o.checkpoint_path);  // a model file's path
   // What a killed save left behind is never resumed from; training removes it (rank 0 alone:
   // the other ranks of a data-parallel run only read the model directory).
-  const bool writes = s.comm().rank() == 0;
+  const bool writes = s.writes();
   if (training && writes) {
     const std::vector<std::string> removed = remove_interrupted_saves(dir);
     if (!removed.empty())

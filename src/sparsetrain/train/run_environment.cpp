@@ -12,7 +12,6 @@
 #include "sparsetrain/core/isa.h"
 #include "sparsetrain/core/parallel.h"
 #include "sparsetrain/core/read_file.h"
-#include "sparsetrain/dist/communicator.h"
 #include "sparsetrain/kernels/dense_isa.h"
 #include "sparsetrain/train/metrics.h"
 
@@ -36,7 +35,6 @@ json run_environment() {
   e["onednn"] = onednn_version();
   e["onednn_isa"] = onednn_isa;
   e["threads"] = num_threads();
-  e["ranks"] = world().size();
   e["portable"] = !build.native && kernel_isa == kPortableIsa && onednn_isa == kPortableIsa;
   return e;
 }
@@ -57,9 +55,10 @@ json previous_start(const fs::path& file) {
 
 }  // namespace
 
-void record_environment(const std::string& dir, int64_t start_step, const std::string& mode) {
+void record_environment(const std::string& dir, int64_t start_step, const std::string& mode, int ranks) {
   const fs::path file = fs::path(dir) / "run_environment.jsonl";
   json line = run_environment();
+  line["ranks"] = ranks;
   line["step"] = start_step;
   line["mode"] = mode;
   if (start_step > 0 && mode != "eval") {

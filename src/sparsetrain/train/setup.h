@@ -31,6 +31,8 @@ struct Setup {
   Communicator* ranks = nullptr;
   std::unique_ptr<GradientReducer> reducer;
   Communicator& comm() const;
+  // Rank 0 alone prints and writes the model directory; the other ranks only read it.
+  bool writes() const { return comm().rank() == 0; }
 };
 
 // The model a config describes: a GPT's vocabulary is `tokenizer_vocab` unless `vocab_size` is

@@ -56,7 +56,7 @@ void record_config(const Setup& s, const std::string& dir, int64_t start_step) {
 
 int evaluate_only(Setup& s, const RunOptions& o, int64_t step) {
   const EvalResult r = evaluate(*s.model, *s.data, s.comm());
-  if (s.comm().rank() != 0) return 0;
+  if (!s.writes()) return 0;
   fmt::print("{}\n", eval_line(s, step, r));
   std::fflush(stdout);
   MetricsLog metrics((fs::path(o.model_dir) / "metrics.jsonl").string(), -1);
@@ -83,8 +83,8 @@ int run(Setup& s, const RunOptions& o) {
   create_output_directory(dir, "--model_dir");
   const StartPoint start = resolve_start(s, o);
   // Rank 0 alone writes the model directory; the others wait until it is ready.
-  const bool writes = s.comm().rank() == 0;
-  if (writes) record_environment(dir, start.progress.step, std::string(run_mode_name(o.mode)));
+  const bool writes = s.writes();
+  if (writes) record_environment(dir, start.progress.step, std::string(run_mode_name(o.mode)), s.comm().size());
   s.comm().barrier();
   if (o.mode == RunMode::Eval) return evaluate_only(s, o, start.progress.step);
 

@@ -39,8 +39,7 @@ Training::Training(Setup& s, const RunOptions& o, const RunProgress& p, int64_t 
       options(o),
       progress(p),
       total_steps(total),
-      metrics(s.comm().rank() == 0 ? (std::filesystem::path(o.model_dir) / "metrics.jsonl").string() : std::string(),
-              p.step),
+      metrics(s.writes() ? (std::filesystem::path(o.model_dir) / "metrics.jsonl").string() : std::string(), p.step),
       bar(o.progress, total) {}
 
 void Training::say(const std::string& text) {

@@ -19,7 +19,7 @@ void Checkpointer::save(Training& t) {
   Communicator& comm = s.comm();
   // A data-parallel run saves what every rank holds, or nothing.
   if (comm.size() > 1) require_same_values(comm, s.model->parameters(), t.progress.step);
-  if (comm.rank() == 0) {
+  if (s.writes()) {
     save_checkpoint(t.options.model_dir, *s.model, *s.optimizer, capture_trainer_state(s, t.progress));
     prune_checkpoints(t.options.model_dir, s.config.run.keep_checkpoints);
   }
