@@ -2,6 +2,7 @@
 // Model: what the trainer drives. A model is a Module tree (dotted parameter names shared with
 // configs, sparsity groups and checkpoints) that computes a loss on a batch and the gradient of
 // that loss, layer by layer, with explicit forward and backward passes.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -15,14 +16,26 @@
 
 namespace sparsetrain {
 
+// torch's ignore_index: a target position that makes no prediction (a BERT token not masked).
+inline constexpr int32_t kIgnoreTarget = -100;
+
 // One batch: token sequences for a language model, or feature rows for a classifier.
 struct Batch {
   int64_t rows = 0;              // sequences or samples
   int64_t seq = 1;               // tokens per sequence (1 for a classifier)
   std::vector<int32_t> ids;      // [rows * seq] input token ids (language models)
   Matrix inputs;                 // [rows x features] (classifiers)
-  std::vector<int32_t> targets;  // [rows * seq] next-token ids, or class labels
-  int64_t predictions() const { return rows * seq; }
+  std::vector<int32_t> targets;  // [rows * seq] next-token ids, masked tokens' ids (else kIgnoreTarget), or labels
+  // Masked language modelling (BERT): segment of each token (0 = sentence A, 1 = sentence B),
+  // tokens per row before its padding (the keys attention may look at), and per row whether
+  // sentence B is a random one (1) or A's continuation (0), as HF's next_sentence_label.
+  std::vector<int32_t> token_types;  // [rows * seq]
+  std::vector<int32_t> lengths;      // [rows]
+  std::vector<int32_t> nsp_labels;   // [rows], empty when the model has no next-sentence task
+  // Targets that make a prediction: every token of a causal language model, the masked ones of a BERT.
+  int64_t predictions() const {
+    return static_cast<int64_t>(targets.size()) - std::count(targets.begin(), targets.end(), kIgnoreTarget);
+  }
   // Where these rows start in the step's global batch: a data-parallel rank holds rows
   // [first_row, first_row + rows) of it, and keys per-row randomness (dropout) by the global row.
   int64_t first_row = 0;

@@ -25,6 +25,9 @@ class Tokenizer {
   // The id that separates documents, if the tokenizer has one. encode() never produces it:
   // callers append it between documents themselves.
   virtual std::optional<int32_t> end_of_text() const = 0;
+  // The id of a whole vocabulary entry ("[MASK]", "##ing"), if the tokenizer has a vocabulary
+  // of named entries that holds it.
+  virtual std::optional<int32_t> token_id(std::string_view /*token*/) const { return std::nullopt; }
 };
 
 }  // namespace sparsetrain
