@@ -18,6 +18,11 @@ using config::Mapping;
 using config::Source;
 using config::Value;
 
+const char* TrainConfig::model_name() const {
+  if (is_gpt()) return "gpt";
+  return is_bert() ? "bert" : "mlp";
+}
+
 const char* dataset_name(DatasetKind kind) {
   switch (kind) {
     case DatasetKind::Brown: return "brown";
@@ -60,6 +65,24 @@ Mapping section(const Value& v, const std::vector<std::string>& keys, const std:
 const std::vector<std::string> kGptKeys = {"name",        "vocab_size", "n_positions",        "n_layer",
                                            "n_head",      "n_embd",     "layer_norm_epsilon", "initializer_range",
                                            "sparse_init", "init_from",  "mixed_precision",    "fp16_type"};
+// Hugging Face BertConfig's names, and the Model Zoo's disable_nsp.
+const std::vector<std::string> kBertKeys = {"name",
+                                            "vocab_size",
+                                            "hidden_size",
+                                            "num_hidden_layers",
+                                            "num_attention_heads",
+                                            "intermediate_size",
+                                            "hidden_act",
+                                            "hidden_dropout_prob",
+                                            "attention_probs_dropout_prob",
+                                            "max_position_embeddings",
+                                            "type_vocab_size",
+                                            "layer_norm_eps",
+                                            "initializer_range",
+                                            "disable_nsp",
+                                            "sparse_init",
+                                            "mixed_precision",
+                                            "fp16_type"};
 const std::vector<std::string> kMlpKeys = {"name",
                                            "input_size",
                                            "hidden_sizes",
@@ -98,16 +121,53 @@ Precision read_precision(const Mapping& probe) {
   return on ? Precision::Bf16 : Precision::Fp32;
 }
 
-std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, SparseInit& sparse_init,
-                                              Precision& precision) {
-  const Mapping probe(v, "a mapping with 'name: gpt' or 'name: mlp'");
+// hidden_act: Hugging Face's names, "gelu" being the erf form and "gelu_new" GPT-2's tanh form.
+Activation read_hidden_act(const Value& x) {
+  const std::string name = x.as_string("gelu, gelu_new or relu");
+  if (name == "gelu") return Activation::GeluErf;
+  if (name == "gelu_new") return Activation::Gelu;
+  if (name == "relu") return Activation::ReLU;
+  x.expected("gelu (the erf form), gelu_new (the tanh form) or relu");
+}
+
+BertConfig read_bert(const Value& v, bool& sets_vocab) {
+  const Mapping m = section(v, kBertKeys, "a mapping");
+  BertConfig c;
+  for (const Mapping::Entry& e : m.entries()) {
+    const Value& x = e.value;
+    if (e.key == "vocab_size") c.vocab_size = int_at_least(x, 1), sets_vocab = true;
+    if (e.key == "hidden_size") c.hidden = int_at_least(x, 1);
+    if (e.key == "num_hidden_layers") c.layers = int_at_least(x, 1);
+    if (e.key == "num_attention_heads") c.heads = int_at_least(x, 1);
+    if (e.key == "intermediate_size") c.intermediate = int_at_least(x, 1);
+    if (e.key == "max_position_embeddings") c.max_positions = int_at_least(x, 1);
+    if (e.key == "type_vocab_size") c.type_vocab_size = int_at_least(x, 1);
+    if (e.key == "hidden_act") c.act = read_hidden_act(x);
+    if (e.key == "hidden_dropout_prob")
+      c.hidden_dropout = static_cast<float>(number_in(x, 0.0, 1.0, true, "a number in [0, 1)"));
+    if (e.key == "attention_probs_dropout_prob" && number_in(x, 0.0, 1.0, true, "a number in [0, 1)") != 0.0)
+      x.fail("dropout on the attention probabilities is not implemented; give 0 (hidden_dropout_prob works)");
+    if (e.key == "layer_norm_eps")
+      c.layer_norm_eps = static_cast<float>(
+          number_in(x, kLayerNormEpsMin, kLayerNormEpsMax, false, "a number > 0 that float32 holds"));
+    if (e.key == "initializer_range") c.init_std = positive_number(x);
+    if (e.key == "disable_nsp") c.next_sentence = !x.as_bool("true or false");
+  }
+  if (c.hidden % c.heads != 0)
+    v.fail(fmt::format("hidden_size ({}) must be a multiple of num_attention_heads ({})", c.hidden, c.heads));
+  return c;
+}
+
+ModelConfig read_model(const Value& v, bool& sets_vocab, SparseInit& sparse_init, Precision& precision) {
+  const Mapping probe(v, "a mapping with 'name: gpt', 'name: bert' or 'name: mlp'");
   precision = read_precision(probe);
   if (const std::optional<Value> init = probe.get("sparse_init"))
     sparse_init =
         config::at_value(*init, [&] { return parse_sparse_init(init->as_string("dense or scaled"), "sparse_init"); });
   const std::optional<Value> name = probe.get("name");
-  if (!name) v.fail("missing key 'name' (gpt or mlp)");
-  const std::string kind = name->as_string("gpt or mlp");
+  if (!name) v.fail("missing key 'name' (gpt, bert or mlp)");
+  const std::string kind = name->as_string("gpt, bert or mlp");
+  if (kind == "bert") return read_bert(v, sets_vocab);
   if (kind == "gpt") {
     const Mapping m = section(v, kGptKeys, "a mapping");
     GptConfig c;
@@ -152,7 +212,7 @@ std::variant<GptConfig, MlpConfig> read_model(const Value& v, bool& sets_vocab, 
     config::at_value(v, [&] { c.validate(); });
     return c;
   }
-  name->expected("gpt or mlp");
+  name->expected("gpt, bert or mlp");
 }
 
 // The directory that config paths are relative to: the config file's, or the working directory
@@ -424,14 +484,13 @@ TrainConfig read_train_document(const Source& src) {
     throw Error(config::located(src, e.mark, e.msg));
   }
   const bool image = c.train_input.dataset == DatasetKind::FashionMnist;
-  if (c.is_gpt() == image)
+  if (c.is_text() == image)
     m.get("train_input")
-        ->fail(fmt::format("{} data does not fit the {} model", dataset_name(c.train_input.dataset),
-                           c.is_gpt() ? "gpt" : "mlp"));
+        ->fail(fmt::format("{} data does not fit the {} model", dataset_name(c.train_input.dataset), c.model_name()));
   if ((c.eval_input.dataset == DatasetKind::FashionMnist) != image)
     m.get("eval_input")->fail("eval_input must be the same kind of data as train_input");
   if (c.run.num_epochs > 0 && !image) m.get("runconfig")->fail("'num_epochs' is for image data; use 'max_steps'");
-  if (c.is_gpt() && c.train_input.tokenizer != c.eval_input.tokenizer)
+  if (c.is_text() && c.train_input.tokenizer != c.eval_input.tokenizer)
     m.get("eval_input")->fail("eval_input must use the tokenizer of train_input");
   const Mapping model(*m.get("model"), "");
   for (const Mapping::Entry& e : model.entries())
@@ -441,18 +500,21 @@ TrainConfig read_train_document(const Source& src) {
     if (c.init_from.empty()) from->expected("hf:DIR, a Hugging Face model directory");
     config::at_value(*from, [&] { resolve_init_from(c); });
   }
-  if (const auto* gpt = std::get_if<GptConfig>(&c.model)) {
+  if (c.is_text()) {
     if (c.model_keys_at.contains("vocab_size")) c.vocab_size_at = c.model_keys_at.at("vocab_size");
     // A sequence longer than the context has no position embedding: refused here, at the key,
     // rather than when the data is read (`sparsetrain config` reads none).
+    const auto* gpt = std::get_if<GptConfig>(&c.model);
+    const int64_t context = gpt ? gpt->context : std::get<BertConfig>(c.model).max_positions;
+    const char* context_key = gpt ? "n_positions" : "max_position_embeddings";
     for (const char* section : {"train_input", "eval_input"}) {
       const std::optional<Value> input = m.get(section);
       const std::optional<Value> length = input ? Mapping(*input, "").get("max_sequence_length") : std::nullopt;
-      if (length && length->as_int("an integer") > gpt->context)
-        length->fail(fmt::format(
-            "expected at most model.n_positions ({}), got {}: the model has no position beyond its context; lower "
-            "max_sequence_length or raise model.n_positions",
-            gpt->context, length->as_int("an integer")));
+      if (length && length->as_int("an integer") > context)
+        length->fail(
+            fmt::format("expected at most model.{} ({}), got {}: the model has no position beyond its context; lower "
+                        "max_sequence_length or raise model.{}",
+                        context_key, context, length->as_int("an integer"), context_key));
     }
   }
   c.sparsity = load_sparsity_yaml(src.text, src.file);

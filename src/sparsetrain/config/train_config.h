@@ -11,6 +11,7 @@
 
 #include "sparsetrain/config/sparsity_config.h"
 #include "sparsetrain/core/precision.h"
+#include "sparsetrain/models/bert.h"
 #include "sparsetrain/models/gpt.h"
 #include "sparsetrain/models/mlp.h"
 #include "sparsetrain/models/sparse_init.h"
@@ -71,11 +72,13 @@ struct RunConfig {
   double bucket_cap_mb = 25.0;
 };
 
+using ModelConfig = std::variant<GptConfig, BertConfig, MlpConfig>;
+
 struct TrainConfig {
   std::string file;  // where it was read from
   std::string text;  // the YAML as written, copied into the model directory
-  std::variant<GptConfig, MlpConfig> model;
-  bool model_sets_vocab = false;  // gpt: vocab_size given (else the tokenizer's)
+  ModelConfig model;
+  bool model_sets_vocab = false;  // gpt, bert: vocab_size given (else the tokenizer's)
   std::string vocab_size_at;      // gpt: "cfg.yaml:3:15: model.vocab_size" where it is given
   // gpt: model.init_from's directory (absolute; empty: none), the Hugging Face GPT-2 whose weights
   // the run starts from. Its config.json fills the model keys the YAML leaves out, and a key the
@@ -92,6 +95,11 @@ struct TrainConfig {
   RunConfig run;
 
   bool is_gpt() const { return std::holds_alternative<GptConfig>(model); }
+  bool is_bert() const { return std::holds_alternative<BertConfig>(model); }
+  // A language model (gpt, bert), reading text through a tokenizer.
+  bool is_text() const { return !std::holds_alternative<MlpConfig>(model); }
+  // "gpt", "bert" or "mlp".
+  const char* model_name() const;
 };
 
 TrainConfig load_train_config_yaml(const std::string& text, const std::string& file);

@@ -5,12 +5,12 @@
 #include <cmath>
 
 #include "sparsetrain/core/error.h"
-#include "sparsetrain/core/parallel.h"
 #include "sparsetrain/core/philox.h"
 #include "sparsetrain/core/profile.h"
 #include "sparsetrain/kernels/dense_gemm.h"
 #include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/ops/activation.h"
+#include "sparsetrain/ops/elementwise.h"
 #include "sparsetrain/ops/embedding.h"
 #include "sparsetrain/ops/layer_norm.h"
 
@@ -48,14 +48,6 @@ Gpt::Block::Block(int64_t c, float eps)
       mlp(register_module("mlp", std::make_unique<Mlp>(c))) {}
 
 namespace {
-
-// out = a + b, element-wise over equal-shaped matrices (the residual connections).
-void add(const Matrix& a, const Matrix& b, Matrix& out) {
-  const ProfileScope profile("residual add");
-  parallel_ranges(out.size(), 1 << 15, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out.data()[i] = a.data()[i] + b.data()[i];
-  });
-}
 
 struct Transformer : Module {
   Transformer() : Module("GPT2Model") {}

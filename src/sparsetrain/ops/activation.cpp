@@ -17,6 +17,9 @@ namespace {
 // sqrt(2 / pi) and GPT-2's cubic coefficient.
 constexpr float kGeluScale = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
+// 1 / sqrt(2) and 1 / sqrt(2 pi), for the erf form.
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 
 // tanh with ~2 ulp relative error everywhere. Near 0, 1 - 2 / (e^2u + 1) cancels, so |u| < 0.625
 // uses Cephes' odd polynomial instead; beyond 9, 1 - tanh is below half an ulp of 1.
@@ -68,7 +71,8 @@ Activation parse_activation(const std::string& text, const std::string& source) 
   if (text == "sigmoid") return Activation::Sigmoid;
   if (text == "tanh") return Activation::Tanh;
   if (text == "gelu") return Activation::Gelu;
-  fail("{}: unknown activation '{}'; expected one of none, relu, sigmoid, tanh, gelu", source, text);
+  if (text == "gelu_erf") return Activation::GeluErf;
+  fail("{}: unknown activation '{}'; expected one of none, relu, sigmoid, tanh, gelu, gelu_erf", source, text);
 }
 
 const char* activation_name(Activation a) {
@@ -78,6 +82,7 @@ const char* activation_name(Activation a) {
     case Activation::Sigmoid: return "sigmoid";
     case Activation::Tanh: return "tanh";
     case Activation::Gelu: return "gelu";
+    case Activation::GeluErf: return "gelu_erf";
   }
   return "unknown";
 }
@@ -105,6 +110,10 @@ void activation_forward_range(Activation a, const float* x, float* y, int64_t be
         // tanh form does.
         y[i] = select(v < -kGeluClamp, v * 0.0f, s);
       }
+      break;
+    case Activation::GeluErf:
+      // erfc rather than 1 + erf: no cancellation for negative x, where Phi(x) is tiny.
+      for (int64_t i = begin; i < end; ++i) y[i] = 0.5f * x[i] * std::erfc(-x[i] * kInvSqrt2);
       break;
   }
 }
@@ -136,6 +145,13 @@ void activation_backward_range(Activation a, const float* x, const float* y, con
         const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
         // e * sg first: e alone reaches 1e38 at the clamp.
         dx[i] = dy[i] * (sg * (1.0f + 2.0f * v * du * (e * sg)));
+      }
+      break;
+    case Activation::GeluErf:
+      // d/dx x Phi(x) = Phi(x) + x phi(x).
+      for (int64_t i = begin; i < end; ++i) {
+        const float v = x[i];
+        dx[i] = dy[i] * (0.5f * std::erfc(-v * kInvSqrt2) + v * kInvSqrt2Pi * std::exp(-0.5f * v * v));
       }
       break;
   }

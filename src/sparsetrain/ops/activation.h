@@ -2,13 +2,15 @@
 // Element-wise activations and their derivatives, for the MLP's hidden layers and the GPT's MLP.
 // GELU is GPT-2's tanh approximation (Hugging Face `gelu_new`, PyTorch gelu(approximate='tanh')):
 //   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// and GeluErf the exact form BERT uses (Hugging Face `gelu`, PyTorch gelu()):
+//   gelu_erf(x) = x Phi(x) = 0.5 x erfc(-x / sqrt(2))
 #include <cstdint>
 #include <string>
 
 namespace sparsetrain {
 
-enum class Activation { None, ReLU, Sigmoid, Tanh, Gelu };
-// "none", "relu", "sigmoid", "tanh", "gelu"; an unknown name is an Error naming `source` and the choices.
+enum class Activation { None, ReLU, Sigmoid, Tanh, Gelu, GeluErf };
+// "none", "relu", "sigmoid", "tanh", "gelu", "gelu_erf"; an unknown name is an Error naming `source` and the choices.
 Activation parse_activation(const std::string& text, const std::string& source);
 const char* activation_name(Activation a);
 

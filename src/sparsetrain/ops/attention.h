@@ -22,6 +22,8 @@ struct AttentionShape {
   int64_t seq = 0;       // T
   int64_t heads = 0;     // H
   int64_t channels = 0;  // C, a multiple of H
+  bool causal = true;
+  const int32_t* lengths = nullptr;
 
   int64_t head_dim() const { return channels / heads; }
   int64_t probs_size() const { return batch * heads * seq * seq; }

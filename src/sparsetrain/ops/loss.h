@@ -9,8 +9,12 @@
 namespace sparsetrain {
 
 struct LossResult {
-  double loss = 0.0;    // mean over rows
+  double loss = 0.0;    // mean over rows (a model with a second task: the sum of both tasks' means)
   int64_t correct = 0;  // rows whose largest score is the target (first index on ties)
+  // BERT's next-sentence task, beside the masked tokens above: its mean loss (part of `loss`) and
+  // the rows it classified correctly.
+  double nsp_loss = 0.0;
+  int64_t nsp_correct = 0;
 };
 
 // Softmax cross-entropy, torch.nn.functional.cross_entropy(logits, targets) with mean reduction:

@@ -19,8 +19,8 @@ namespace {
 
 using namespace layer_testing;
 
-constexpr Activation kAll[] = {Activation::None, Activation::ReLU, Activation::Sigmoid, Activation::Tanh,
-                               Activation::Gelu};
+constexpr Activation kAll[] = {Activation::None, Activation::ReLU, Activation::Sigmoid,
+                               Activation::Tanh, Activation::Gelu, Activation::GeluErf};
 
 double ref_forward(Activation a, double x) {
   switch (a) {
@@ -32,6 +32,7 @@ double ref_forward(Activation a, double x) {
       const double k = std::sqrt(2.0 / std::numbers::pi);
       return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
     }
+    case Activation::GeluErf: return 0.5 * x * std::erfc(-x / std::numbers::sqrt2);
   }
   return 0.0;
 }
