@@ -3,34 +3,37 @@
 
 namespace sparsetrain::ref {
 
-void attention_scores(int64_t T, int64_t D, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                      float* s, int64_t lds) {
+void attention_scores(int64_t T, int64_t D, AttentionMask m, float alpha, const float* a, int64_t lda, const float* b,
+                      int64_t ldb, float* s, int64_t lds) {
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j <= t; ++j) {
+    for (int64_t j = 0; j < m.end(t); ++j) {
       float dot = 0.0f;
       for (int64_t d = 0; d < D; ++d) dot += a[t * lda + d] * b[j * ldb + d];
       s[t * lds + j] = alpha * dot;
     }
 }
 
-void attention_rows(int64_t T, int64_t D, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
-                    float* y, int64_t ldy) {
+void attention_rows(int64_t T, int64_t D, AttentionMask m, float alpha, const float* p, int64_t ldp, const float* x,
+                    int64_t ldx, float* y, int64_t ldy) {
   for (int64_t t = 0; t < T; ++t)
     for (int64_t d = 0; d < D; ++d) {
       float sum = 0.0f;
-      for (int64_t j = 0; j <= t; ++j) sum += p[t * ldp + j] * x[j * ldx + d];
+      for (int64_t j = 0; j < m.end(t); ++j) sum += p[t * ldp + j] * x[j * ldx + d];
       y[t * ldy + d] = alpha * sum;
     }
 }
 
-void attention_cols(int64_t T, int64_t D, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
-                    float* y, int64_t ldy) {
-  for (int64_t j = 0; j < T; ++j)
+// Key j < L is seen by every query, or, causal, by the queries t >= j; a padded key by none.
+void attention_cols(int64_t T, int64_t D, AttentionMask m, float alpha, const float* p, int64_t ldp, const float* x,
+                    int64_t ldx, float* y, int64_t ldy) {
+  for (int64_t j = 0; j < T; ++j) {
+    const int64_t first = j >= m.keys ? T : m.causal ? j : 0;
     for (int64_t d = 0; d < D; ++d) {
       float sum = 0.0f;
-      for (int64_t t = j; t < T; ++t) sum += p[t * ldp + j] * x[t * ldx + d];
+      for (int64_t t = first; t < T; ++t) sum += p[t * ldp + j] * x[t * ldx + d];
       y[j * ldy + d] = alpha * sum;
     }
+  }
 }
 
 }  // namespace sparsetrain::ref

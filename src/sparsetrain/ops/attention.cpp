@@ -12,16 +12,17 @@
 
 namespace sparsetrain {
 
-// Layouts, per (batch b, head h) pair, D = C / H, ld = 3C:
+// Layouts, per (batch b, head h) pair, D = C / H, ld = 3C, with the keys query t sees
+// s < m.end(t) (kernels/attention_kernels.h: s < L = lengths[b], and s <= t when causal):
 //   q[t] = qkv.row(b*T + t) + h*D,  k[t] = q[t] + C,  v[t] = q[t] + 2C    (D floats each)
-//   probs[((b*H + h)*T + t)*T + s] = att[b, h][t, s], zero for s > t
-//   out.row(b*T + t) + h*D = sum_{s <= t} att[t, s] v[s]
+//   probs[((b*H + h)*T + t)*T + s] = att[b, h][t, s], zero for s >= m.end(t)
+//   out.row(b*T + t) + h*D = sum_{s < m.end(t)} att[t, s] v[s]
 //
-// The products run in kernels/attention_kernels.h over the causal part only (about half the
-// flops of full T x T products); the score rows they return may run past the diagonal, and the
+// The products run in kernels/attention_kernels.h over the seen keys only (causal, about half
+// the flops of full T x T products); the score rows they return may run past m.end(t), and the
 // softmax masks those entries before anything reads them. A masked entry is never multiplied
-// with a future key or value, so in the forward pass a non-finite value at position s reaches
-// only the outputs of tokens t >= s.
+// with an unseen key or value, so in the forward pass a non-finite value at position s reaches
+// only the outputs of the tokens that see s: t >= s when causal, none when s is padding.
 //
 // Each pair runs on one thread; every output element is therefore computed in one fixed order.
 
@@ -29,15 +30,15 @@ namespace {
 
 constexpr int64_t kLanes = kFloatLanes;
 
-// Softmax rows of the T x T score matrix: row t has n = t + 1 live entries. The vector loops
+// Softmax rows of the T x T score matrix: row t has n = m.end(t) live entries. The vector loops
 // run on to the first kLanes boundary at or past n (capped at the row's length), so no row pays
 // for a scalar tail of up to 15 exponentials; the entries from n to that boundary, which hold
-// scores of future keys (or NaN from them), are zeroed before anything sums over them, so
-// nothing leaks backwards in time.
+// scores of unseen keys (or NaN from them), are zeroed before anything sums over them, so
+// nothing leaks backwards in time or out of the padding.
 int64_t live_chunks_end(int64_t n, int64_t len) { return std::min(len, (n + kLanes - 1) / kLanes * kLanes); }
 
 // row[0..n) = softmax(scores[0..n)), row[n..len) = 0; scores has room for the chunk end.
-void causal_softmax_row(const float* scores, float* row, int64_t n, int64_t len) {
+void masked_softmax_row(const float* scores, float* row, int64_t n, int64_t len) {
   const int64_t end = live_chunks_end(n, len);
   const float maxv = row_max(scores, n);
   for (int64_t j = 0; j < end; ++j) row[j] = exp_nonpositive(scores[j] - maxv);
@@ -48,7 +49,7 @@ void causal_softmax_row(const float* scores, float* row, int64_t n, int64_t len)
 
 // Softmax backward on row t, ds[j] = p[j] (ds[j] - sum_k p[k] ds[k]) for j < n, with ds = dP
 // coming in and p zero from n on. Entries from n up to the chunk end become zero.
-void causal_softmax_backward_row(const float* p, float* ds, int64_t n, int64_t len) {
+void masked_softmax_backward_row(const float* p, float* ds, int64_t n, int64_t len) {
   const int64_t end = live_chunks_end(n, len);
   std::fill(ds + n, ds + end, 0.0f);
   const auto dot = static_cast<float>(row_dot_product(p, ds, end));
@@ -61,6 +62,15 @@ void check_shape(const char* op, const AttentionShape& s) {
         "{}: batch {}, seq {}, heads {}, channels {}: expected batch and seq >= 0, heads and channels > 0, "
         "channels a multiple of heads",
         op, s.batch, s.seq, s.heads, s.channels);
+  if (s.lengths != nullptr)
+    for (int64_t b = 0; b < s.batch; ++b)
+      if (s.lengths[b] < 1 || s.lengths[b] > s.seq)
+        fail("{}: lengths[{}] is {}; expected 1 to seq {} real tokens in each row", op, b, s.lengths[b], s.seq);
+}
+
+// The keys the queries of batch row b see.
+AttentionMask mask_of(const AttentionShape& s, int64_t b) {
+  return {s.lengths != nullptr ? s.lengths[b] : s.seq, s.causal};
 }
 
 void check_view(const char* op, const char* name, ConstMatrixView m, int64_t rows, int64_t cols) {
@@ -95,25 +105,27 @@ void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView 
     float* scores = p1 > p0 ? score_scratch(T) : nullptr;  // [T x lds]
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t b = p / H, h = p % H;
+      const AttentionMask m = mask_of(s, b);
       const float* q = qkv.row(b * T) + h * D;
       const float* k = q + C;
       const float* v = q + 2 * C;
       float* att = probs + p * T * T;  // [T x T]
 
-      // att = softmax(q k^T / sqrt(D)) over s <= t
-      kernel.scores(T, D, scale, q, qkv.ld, k, qkv.ld, scores, lds);
-      for (int64_t t = 0; t < T; ++t) causal_softmax_row(scores + t * lds, att + t * T, t + 1, T);
+      // att = softmax(q k^T / sqrt(D)) over s < m.end(t)
+      kernel.scores(T, D, m, scale, q, qkv.ld, k, qkv.ld, scores, lds);
+      for (int64_t t = 0; t < T; ++t) masked_softmax_row(scores + t * lds, att + t * T, m.end(t), T);
 
       // out = att v
-      kernel.rows(T, D, 1.0f, att, T, v, qkv.ld, out.row(b * T) + h * D, out.ld);
+      kernel.rows(T, D, m, 1.0f, att, T, v, qkv.ld, out.row(b * T) + h * D, out.ld);
     }
   });
 }
 
 // Per pair, with P = att and dP = dout v^T:
 //   dv = P^T dout
-//   dS[t, s] = P[t, s] (dP[t, s] - sum_j P[t, j] dP[t, j])   (softmax backward, s <= t)
+//   dS[t, s] = P[t, s] (dP[t, s] - sum_j P[t, j] dP[t, j])   (softmax backward, s < m.end(t))
 //   dq = dS k / sqrt(D),  dk = dS^T q / sqrt(D)
+// dk and dv of padded keys are zero.
 void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatrixView qkv, const float* probs,
                         MatrixView dqkv) {
   const ProfileScope profile("attention backward");
@@ -132,6 +144,7 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
     float* ds = p1 > p0 ? score_scratch(T) : nullptr;  // dP, then dS in place [T x lds]
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t b = p / H, h = p % H;
+      const AttentionMask m = mask_of(s, b);
       const float* q = qkv.row(b * T) + h * D;
       const float* k = q + C;
       const float* v = q + 2 * C;
@@ -141,13 +154,13 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
       float* dv = dq + 2 * C;
       const float* att = probs + p * T * T;
 
-      // dP = dout v^T, over the causal part (entries above the diagonal are not used)
-      kernel.scores(T, D, 1.0f, dy, dout.ld, v, qkv.ld, ds, lds);
-      for (int64_t t = 0; t < T; ++t) causal_softmax_backward_row(att + t * T, ds + t * lds, t + 1, T);
+      // dP = dout v^T, over the seen keys (the other entries are not used)
+      kernel.scores(T, D, m, 1.0f, dy, dout.ld, v, qkv.ld, ds, lds);
+      for (int64_t t = 0; t < T; ++t) masked_softmax_backward_row(att + t * T, ds + t * lds, m.end(t), T);
 
-      kernel.rows(T, D, scale, ds, lds, k, qkv.ld, dq, dqkv.ld);
-      kernel.cols(T, D, scale, ds, lds, q, qkv.ld, dk, dqkv.ld);
-      kernel.cols(T, D, 1.0f, att, T, dy, dout.ld, dv, dqkv.ld);
+      kernel.rows(T, D, m, scale, ds, lds, k, qkv.ld, dq, dqkv.ld);
+      kernel.cols(T, D, m, scale, ds, lds, q, qkv.ld, dk, dqkv.ld);
+      kernel.cols(T, D, m, 1.0f, att, T, dy, dout.ld, dv, dqkv.ld);
     }
   });
 }

@@ -1,4 +1,4 @@
-// Causal attention products (kernels/attention_kernels.h), ISA-generic bodies.
+// Attention products (kernels/attention_kernels.h), ISA-generic bodies.
 // Included by an ISA's attention translation unit after kernels/simd/isa_<isa>.h has defined
 // SPARSETRAIN_SIMD_NS, SPARSETRAIN_ISA_NS and `struct Simd`; ends with the entry points.
 // Nothing here is ISA-specific.
@@ -76,11 +76,11 @@ inline void score_chunk(int64_t D, float alpha, const float* a, int64_t lda, con
   store_scaled(acc, alpha, s, lds);
 }
 
-// Rows [t0, t0 + R) of S, over the keys up to the last row's diagonal, whole vectors.
+// Rows [t0, t0 + R) of S, over the keys the last row sees, whole vectors.
 template <int R>
-inline void score_rows(int64_t t0, int64_t D, float alpha, const float* a, int64_t lda, const PackedTokens& bp,
-                       float* s, int64_t lds) {
-  const int64_t end = t0 + R;
+inline void score_rows(int64_t t0, int64_t D, AttentionMask m, float alpha, const float* a, int64_t lda,
+                       const PackedTokens& bp, float* s, int64_t lds) {
+  const int64_t end = m.end(t0 + R - 1);
   for (int64_t s0 = 0; s0 < end; s0 += kScoreVectors * W) {
     const int nv = static_cast<int>(std::min<int64_t>(kScoreVectors, (end - s0 + W - 1) / W));
     const float* bt = bp.tile(s0 / kTokenTile) + s0 % kTokenTile;
@@ -90,14 +90,14 @@ inline void score_rows(int64_t t0, int64_t D, float alpha, const float* a, int64
   }
 }
 
-inline void attention_scores(int64_t T, int64_t D, float alpha, const float* a, int64_t lda, const float* b,
-                             int64_t ldb, float* s, int64_t lds) {
+inline void attention_scores(int64_t T, int64_t D, AttentionMask m, float alpha, const float* a, int64_t lda,
+                             const float* b, int64_t ldb, float* s, int64_t lds) {
   // Per thread: a fresh buffer per call would be mapped and page-faulted anew.
   thread_local PackedTokens bp;
-  pack_keys(T, D, b, ldb, bp);
+  pack_keys(m.keys, D, b, ldb, bp);
   int64_t t0 = 0;
-  for (; t0 + kScoreRows <= T; t0 += kScoreRows) score_rows<kScoreRows>(t0, D, alpha, a, lda, bp, s, lds);
-  for (; t0 < T; ++t0) score_rows<1>(t0, D, alpha, a, lda, bp, s, lds);
+  for (; t0 + kScoreRows <= T; t0 += kScoreRows) score_rows<kScoreRows>(t0, D, m, alpha, a, lda, bp, s, lds);
+  for (; t0 < T; ++t0) score_rows<1>(t0, D, m, alpha, a, lda, bp, s, lds);
 }
 
 // acc[i] += coef(i) * x[0 .. NC * W) for the block rows i in [first, last).
@@ -112,38 +112,44 @@ inline void add_scaled_row(V (&acc)[R][NC], const float* x, int first, int last,
 }
 
 // Output rows [t0, t0 + R), NC vectors of channels (x and y point at the first):
-// y[t] = alpha * sum_{s <= t} p[t][s] x[s].
+// y[t] = alpha * sum_{s < m.end(t)} p[t][s] x[s].
 template <int R, int NC>
-inline void rows_block(int64_t t0, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx, float* y,
-                       int64_t ldy) {
+inline void rows_block(int64_t t0, AttentionMask m, float alpha, const float* p, int64_t ldp, const float* x,
+                       int64_t ldx, float* y, int64_t ldy) {
   V acc[R][NC];
   clear(acc);
   const float* pr = p + t0 * ldp;
-  for (int64_t s = 0; s < t0; ++s) add_scaled_row(acc, x + s * ldx, 0, R, [&](int i) { return pr[i * ldp + s]; });
-  // The diagonal block: row i takes keys t0 .. t0 + i.
-  for (int j = 0; j < R; ++j)
-    add_scaled_row(acc, x + (t0 + j) * ldx, j, R, [&](int i) { return pr[i * ldp + t0 + j]; });
+  // The keys every row of the block sees: all L, or, causal, those before the block.
+  const int64_t shared = m.causal ? std::min(t0, m.keys) : m.keys;
+  for (int64_t s = 0; s < shared; ++s) add_scaled_row(acc, x + s * ldx, 0, R, [&](int i) { return pr[i * ldp + s]; });
+  // Causal, the diagonal block: row i takes keys t0 .. t0 + i, those below L.
+  if (m.causal)
+    for (int j = 0; j < R && t0 + j < m.keys; ++j)
+      add_scaled_row(acc, x + (t0 + j) * ldx, j, R, [&](int i) { return pr[i * ldp + t0 + j]; });
   store_scaled(acc, alpha, y + t0 * ldy, ldy);
 }
 
-// Output rows [s0, s0 + R), NC vectors of channels: y[s] = alpha * sum_{t >= s} p[t][s] x[t].
+// Output rows [s0, s0 + R), all below L, NC vectors of channels:
+// y[s] = alpha * sum_{t : s < m.end(t)} p[t][s] x[t].
 template <int R, int NC>
-inline void cols_block(int64_t T, int64_t s0, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
-                       float* y, int64_t ldy) {
+inline void cols_block(int64_t T, int64_t s0, AttentionMask m, float alpha, const float* p, int64_t ldp, const float* x,
+                       int64_t ldx, float* y, int64_t ldy) {
   V acc[R][NC];
   clear(acc);
-  // The diagonal block: query s0 + j reaches keys s0 .. s0 + j.
-  for (int j = 0; j < R; ++j)
-    add_scaled_row(acc, x + (s0 + j) * ldx, 0, j + 1, [&](int i) { return p[(s0 + j) * ldp + s0 + i]; });
-  for (int64_t t = s0 + R; t < T; ++t)
+  // Causal, the diagonal block: query s0 + j reaches keys s0 .. s0 + j.
+  if (m.causal)
+    for (int j = 0; j < R; ++j)
+      add_scaled_row(acc, x + (s0 + j) * ldx, 0, j + 1, [&](int i) { return p[(s0 + j) * ldp + s0 + i]; });
+  // The queries that see every key of the block.
+  for (int64_t t = m.causal ? s0 + R : 0; t < T; ++t)
     add_scaled_row(acc, x + t * ldx, 0, R, [&](int i) { return p[t * ldp + s0 + i]; });
   store_scaled(acc, alpha, y + s0 * ldy, ldy);
 }
 
-// Runs block(rows, vectors, first row, channel offset) over all T rows and the whole vectors of
-// D channels, then returns the number of channels it covered.
+// Runs block(rows, vectors, first row, channel offset) over n rows and the whole vectors of D
+// channels, then returns the number of channels it covered.
 template <typename Block>
-inline int64_t over_blocks(int64_t T, int64_t D, Block&& block) {
+inline int64_t over_blocks(int64_t n, int64_t D, Block&& block) {
   const int64_t full = D / W;
   for (int64_t v0 = 0; v0 < full; v0 += kProductVectors) {
     const int nv = static_cast<int>(std::min<int64_t>(kProductVectors, full - v0));
@@ -151,43 +157,45 @@ inline int64_t over_blocks(int64_t T, int64_t D, Block&& block) {
       constexpr int NC = decltype(nc)::value;
       constexpr int R = product_rows(NC);
       int64_t t0 = 0;
-      for (; t0 + R <= T; t0 += R) block(std::integral_constant<int, R>{}, nc, t0, v0 * W);
-      for (; t0 < T; ++t0) block(std::integral_constant<int, 1>{}, nc, t0, v0 * W);
+      for (; t0 + R <= n; t0 += R) block(std::integral_constant<int, R>{}, nc, t0, v0 * W);
+      for (; t0 < n; ++t0) block(std::integral_constant<int, 1>{}, nc, t0, v0 * W);
     });
   }
   return full * W;
 }
 
-inline void attention_rows(int64_t T, int64_t D, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
-                           float* y, int64_t ldy) {
+inline void attention_rows(int64_t T, int64_t D, AttentionMask m, float alpha, const float* p, int64_t ldp,
+                           const float* x, int64_t ldx, float* y, int64_t ldy) {
   const int64_t done = over_blocks(T, D, [&](auto r, auto nc, int64_t t0, int64_t d0) {
-    rows_block<decltype(r)::value, decltype(nc)::value>(t0, alpha, p, ldp, x + d0, ldx, y + d0, ldy);
+    rows_block<decltype(r)::value, decltype(nc)::value>(t0, m, alpha, p, ldp, x + d0, ldx, y + d0, ldy);
   });
-  if (done < D) ref::attention_rows(T, D - done, alpha, p, ldp, x + done, ldx, y + done, ldy);
+  if (done < D) ref::attention_rows(T, D - done, m, alpha, p, ldp, x + done, ldx, y + done, ldy);
 }
 
-inline void attention_cols(int64_t T, int64_t D, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
-                           float* y, int64_t ldy) {
-  const int64_t done = over_blocks(T, D, [&](auto r, auto nc, int64_t s0, int64_t d0) {
-    cols_block<decltype(r)::value, decltype(nc)::value>(T, s0, alpha, p, ldp, x + d0, ldx, y + d0, ldy);
+// Blocks over the L live keys; the padded ones' rows of y are zero.
+inline void attention_cols(int64_t T, int64_t D, AttentionMask m, float alpha, const float* p, int64_t ldp,
+                           const float* x, int64_t ldx, float* y, int64_t ldy) {
+  const int64_t done = over_blocks(m.keys, D, [&](auto r, auto nc, int64_t s0, int64_t d0) {
+    cols_block<decltype(r)::value, decltype(nc)::value>(T, s0, m, alpha, p, ldp, x + d0, ldx, y + d0, ldy);
   });
-  if (done < D) ref::attention_cols(T, D - done, alpha, p, ldp, x + done, ldx, y + done, ldy);
+  for (int64_t s = m.keys; s < T; ++s) std::fill(y + s * ldy, y + s * ldy + done, 0.0f);
+  if (done < D) ref::attention_cols(T, D - done, m, alpha, p, ldp, x + done, ldx, y + done, ldy);
 }
 
 }  // namespace sparsetrain::SPARSETRAIN_SIMD_NS
 
 // The entry points of attention_kernels.h for this ISA.
 namespace sparsetrain::SPARSETRAIN_ISA_NS {
-void attention_scores(int64_t T, int64_t D, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                      float* s, int64_t lds) {
-  SPARSETRAIN_SIMD_NS::attention_scores(T, D, alpha, a, lda, b, ldb, s, lds);
+void attention_scores(int64_t T, int64_t D, AttentionMask m, float alpha, const float* a, int64_t lda, const float* b,
+                      int64_t ldb, float* s, int64_t lds) {
+  SPARSETRAIN_SIMD_NS::attention_scores(T, D, m, alpha, a, lda, b, ldb, s, lds);
 }
-void attention_rows(int64_t T, int64_t D, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
-                    float* y, int64_t ldy) {
-  SPARSETRAIN_SIMD_NS::attention_rows(T, D, alpha, p, ldp, x, ldx, y, ldy);
+void attention_rows(int64_t T, int64_t D, AttentionMask m, float alpha, const float* p, int64_t ldp, const float* x,
+                    int64_t ldx, float* y, int64_t ldy) {
+  SPARSETRAIN_SIMD_NS::attention_rows(T, D, m, alpha, p, ldp, x, ldx, y, ldy);
 }
-void attention_cols(int64_t T, int64_t D, float alpha, const float* p, int64_t ldp, const float* x, int64_t ldx,
-                    float* y, int64_t ldy) {
-  SPARSETRAIN_SIMD_NS::attention_cols(T, D, alpha, p, ldp, x, ldx, y, ldy);
+void attention_cols(int64_t T, int64_t D, AttentionMask m, float alpha, const float* p, int64_t ldp, const float* x,
+                    int64_t ldx, float* y, int64_t ldy) {
+  SPARSETRAIN_SIMD_NS::attention_cols(T, D, m, alpha, p, ldp, x, ldx, y, ldy);
 }
 }  // namespace sparsetrain::SPARSETRAIN_ISA_NS
