@@ -8,6 +8,11 @@ inputs:
   gpt_dense       GPT-2 (Hugging Face layout), 2 layers, 3 heads, width 12, vocabulary 37,
                   context 9, a batch of 3 sequences of 7 tokens, softmax cross-entropy
   gpt_sparse      the same with masked linear weights: CSR, 4x4 blocks, 1:4 and masked-dense
+  bert_dense      BERT (Hugging Face BertForPreTraining layout, post-LayerNorm, erf GELU), 2
+                  layers, 2 heads, width 8, intermediate 12, vocabulary 23, 9 positions; 3 rows
+                  of 7 tokens with padding, masked tokens (ignore_index -100 elsewhere), two
+                  token types, next-sentence labels; loss = MLM mean + NSP mean
+  bert_sparse     the same with masked encoder weights: CSR, 4x4 blocks, 1:4 and masked-dense
   mlp_relu_ce     MLP 11-7-5-4, ReLU hidden, softmax cross-entropy
   mlp_set_mse     MLP 11-7-5-4, tanh hidden, sigmoid output, MSE against one-hot (the SET
                   paper's setup), CSR-sparse hidden layers
@@ -18,8 +23,10 @@ signal. A fixture is a safetensors file holding
   <name>, <name>_mask   every parameter under sparsetrain's name (zeros at pruned positions),
                         and the BOOL mask of each sparse one
   inputs.ids | inputs.features, inputs.targets
-                        the batch (token ids and labels as F32 integers)
-  expected.outputs      logits (or the output activation's values) [rows * seq x classes]
+                        the batch (token ids and labels as F32 integers); a BERT's also
+                        inputs.token_types, inputs.lengths and inputs.nsp_labels
+  expected.outputs      logits (or the output activation's values) [rows * seq x classes]; a
+                        BERT's MLM logits on the masked positions [masked x vocabulary]
   expected.loss         the batch's mean loss, one element
   grad.<name>           d loss / d <name>; zero at pruned positions (a pruned weight does not
                         reach the loss)
@@ -211,6 +218,148 @@ def gpt_fixture(seed, sparse):
     return evaluate(params, masks, model, config, {"inputs.ids": ids, "inputs.targets": targets})
 
 
+# --- BERT --------------------------------------------------------------------------------
+
+BERT = {
+    "vocab_size": 23,
+    "hidden_size": 8,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 12,
+    "max_position_embeddings": 9,
+    "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12,
+}
+BERT_ROWS, BERT_SEQ = 3, 7
+BERT_LENGTHS = [7, 5, 3]  # real tokens per row; the rest is padding (id 0)
+
+
+def bert_parameters(draw, cfg):
+    """Every parameter in sparsetrain's (= torch's state_dict) order; linear weights [out x in]."""
+    v, c, i = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
+    params = {}
+
+    def norm(name):
+        params[f"{name}.weight"] = draw.normal((c,), 0.2, mean=1.0)
+        params[f"{name}.bias"] = draw.normal((c,), 0.2)
+
+    def linear(name, inputs, outputs):
+        params[f"{name}.weight"] = draw.normal((outputs, inputs), 0.3)
+        params[f"{name}.bias"] = draw.normal((outputs,), 0.2)
+
+    e = "bert.embeddings"
+    params[f"{e}.word_embeddings.weight"] = draw.normal((v, c), 0.5)
+    params[f"{e}.position_embeddings.weight"] = draw.normal((cfg["max_position_embeddings"], c), 0.5)
+    params[f"{e}.token_type_embeddings.weight"] = draw.normal((cfg["type_vocab_size"], c), 0.5)
+    norm(f"{e}.LayerNorm")
+    for layer in range(cfg["num_hidden_layers"]):
+        y = f"bert.encoder.layer.{layer}"
+        for part in ("query", "key", "value"):
+            linear(f"{y}.attention.self.{part}", c, c)
+        linear(f"{y}.attention.output.dense", c, c)
+        norm(f"{y}.attention.output.LayerNorm")
+        linear(f"{y}.intermediate.dense", c, i)
+        linear(f"{y}.output.dense", i, c)
+        norm(f"{y}.output.LayerNorm")
+    linear("bert.pooler.dense", c, c)
+    params["cls.predictions.bias"] = draw.normal((v,), 0.2)
+    linear("cls.predictions.transform.dense", c, c)
+    norm("cls.predictions.transform.LayerNorm")
+    linear("cls.seq_relationship", c, 2)
+    return params
+
+
+def bert_forward(w, cfg, ids, types, lengths, masked):
+    """MLM logits on the `masked` positions [masked x vocab] and NSP logits [rows x 2] of
+    BertForPreTraining without dropout: post-LayerNorm layers, bidirectional attention whose
+    padded keys get -inf scores (HF's extended attention mask adds a large negative), erf GELU,
+    the decoder tied to the word embeddings."""
+    c, heads, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["layer_norm_eps"]
+    rows, seq = ids.shape
+    d = c // heads
+
+    def ln(name, x):
+        return F.layer_norm(x, (c,), w[f"{name}.weight"], w[f"{name}.bias"], eps)
+
+    def linear(name, x):
+        return F.linear(x, w[f"{name}.weight"], w[f"{name}.bias"])
+
+    e = "bert.embeddings"
+    positions = torch.arange(seq)
+    x = w[f"{e}.word_embeddings.weight"][ids] + w[f"{e}.position_embeddings.weight"][positions]
+    x = ln(f"{e}.LayerNorm", x + w[f"{e}.token_type_embeddings.weight"][types])
+    padded = positions[None, :] >= torch.tensor(lengths)[:, None]  # [rows x seq] keys
+    for layer in range(cfg["num_hidden_layers"]):
+        y = f"bert.encoder.layer.{layer}"
+        q, k, v = (
+            linear(f"{y}.attention.self.{p}", x).view(rows, seq, heads, d).transpose(1, 2) for p in ("query", "key", "value")
+        )
+        scores = (q @ k.transpose(-1, -2) / math.sqrt(d)).masked_fill(padded[:, None, None, :], float("-inf"))
+        att = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(rows, seq, c)
+        x = ln(f"{y}.attention.output.LayerNorm", x + linear(f"{y}.attention.output.dense", att))
+        inner = F.gelu(linear(f"{y}.intermediate.dense", x))
+        x = ln(f"{y}.output.LayerNorm", x + linear(f"{y}.output.dense", inner))
+    hidden = x.reshape(rows * seq, c)[masked]
+    hidden = ln("cls.predictions.transform.LayerNorm", F.gelu(linear("cls.predictions.transform.dense", hidden)))
+    mlm = hidden @ w[f"{e}.word_embeddings.weight"].t() + w["cls.predictions.bias"]
+    nsp = linear("cls.seq_relationship", torch.tanh(linear("bert.pooler.dense", x[:, 0])))
+    return mlm, nsp
+
+
+def bert_sparse_masks(draw, params):
+    w = lambda name: params[f"bert.encoder.layer.{name}.weight"].shape
+    return {
+        "bert.encoder.layer.0.attention.self.query.weight": ("csr", draw.keep(w("0.attention.self.query"), 0.6)),
+        "bert.encoder.layer.0.intermediate.dense.weight": (
+            "bcsr4",
+            draw.keep_blocks(w("0.intermediate.dense"), 4, 0.5),
+        ),
+        "bert.encoder.layer.1.attention.self.value.weight": (
+            "1:4",
+            draw.keep_n_of_m(w("1.attention.self.value"), 1, 4),
+        ),
+        "bert.encoder.layer.1.output.dense.weight": ("csr", draw.keep(w("1.output.dense"), 0.7)),
+        "bert.encoder.layer.1.attention.output.dense.weight": (
+            "masked_dense",
+            draw.keep(w("1.attention.output.dense"), 0.5),
+        ),
+    }
+
+
+def bert_fixture(seed, sparse):
+    draw = Draw(seed)
+    params = bert_parameters(draw, BERT)
+    masks = bert_sparse_masks(draw, params) if sparse else {}
+    v = BERT["vocab_size"]
+    ids = draw.integers((BERT_ROWS, BERT_SEQ), v)
+    types = torch.zeros((BERT_ROWS, BERT_SEQ), dtype=torch.long)
+    targets = torch.full((BERT_ROWS, BERT_SEQ), -100, dtype=torch.long)
+    picks = draw.integers((BERT_ROWS, BERT_SEQ), 3)
+    for r, length in enumerate(BERT_LENGTHS):
+        ids[r, length:] = 0
+        types[r, (length + 1) // 2 : length] = 1
+        for t in range(1, length):
+            if t == 1 or picks[r, t] == 0:  # at least one masked token per row, never [CLS]
+                targets[r, t] = draw.integers((1,), v).item()
+    nsp_labels = draw.integers((BERT_ROWS,), 2)
+    masked = (targets.flatten() != -100).nonzero().flatten()
+
+    def model(w):
+        mlm, nsp = bert_forward(w, BERT, ids, types, BERT_LENGTHS, masked)
+        loss = F.cross_entropy(mlm, targets.flatten()[masked]) + F.cross_entropy(nsp, nsp_labels)
+        return mlm, loss
+
+    config = {"name": "bert", **{k: str(v) for k, v in BERT.items()}}
+    inputs = {
+        "inputs.ids": ids,
+        "inputs.token_types": types,
+        "inputs.lengths": torch.tensor(BERT_LENGTHS),
+        "inputs.targets": targets,
+        "inputs.nsp_labels": nsp_labels,
+    }
+    return evaluate(params, masks, model, config, inputs)
+
+
 # --- MLP ---------------------------------------------------------------------------------
 
 MLP_SIZES = [11, 7, 5, 4]  # inputs, hidden..., classes
@@ -295,6 +444,8 @@ def main():
     fixtures = {
         "gpt_dense": gpt_fixture(1, sparse=False),
         "gpt_sparse": gpt_fixture(2, sparse=True),
+        "bert_dense": bert_fixture(6, sparse=False),
+        "bert_sparse": bert_fixture(7, sparse=True),
         "mlp_relu_ce": mlp_fixture(4, "relu", "none", "cross_entropy", sparse=False),
         "mlp_set_mse": mlp_fixture(5, "tanh", "sigmoid", "mse", sparse=True),
     }

@@ -76,6 +76,10 @@ class Bert : public Model {
   std::string describe() const override;
   void set_precision(Precision precision) override;
 
+  // The MLM logits [masked x V] of the last evaluation forward, one row per masked position in
+  // batch order (a training forward turns them into their gradient).
+  const Matrix& mlm_logits() const { return logits_; }
+
  private:
   struct Embeddings : Module {
     explicit Embeddings(const BertConfig& c);
