@@ -2,10 +2,10 @@
 // every error it reports.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "error_of.h"
+#include "scoped_env.h"
 #include "sparsetrain/text/wordpiece_tokenizer.h"
 #include "temp_dir.h"
 
@@ -96,17 +96,10 @@ TEST(WordPieceLoader, ReportsCollisionsOfTheWordStartSpelling) {
 TEST(WordPieceLoader, DefaultFileNamesTheSetupScript) {
   const TempDir dir;
   fs::create_directories(dir.path() / "bert-tokenizer");
-  const char* old = std::getenv("SPARSETRAIN_DATA_DIR");
-  const std::string saved = old ? old : "";
-  ::setenv("SPARSETRAIN_DATA_DIR", dir.path().c_str(), 1);
-  const std::string missing_file = testing::error_of([] { WordPieceTokenizer::load_default(); });
-  if (old) {
-    ::setenv("SPARSETRAIN_DATA_DIR", saved.c_str(), 1);
-  } else {
-    ::unsetenv("SPARSETRAIN_DATA_DIR");
-  }
-  EXPECT_EQ(missing_file, (dir.path() / "bert-tokenizer" / "assets" / "vocab.json").string() +
-                              ": no such file (run scripts/setup.sh to install the BERT vocabulary)");
+  const testing::ScopedEnv env("SPARSETRAIN_DATA_DIR", dir.path().string());
+  EXPECT_EQ(testing::error_of([] { WordPieceTokenizer::load_default(); }),
+            (dir.path() / "bert-tokenizer" / "assets" / "vocab.json").string() +
+                ": no such file (run scripts/setup.sh to install the BERT vocabulary)");
 }
 
 }  // namespace
