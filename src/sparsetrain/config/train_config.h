@@ -27,7 +27,7 @@ const char* dataset_name(DatasetKind kind);  // "brown", "text_file", "fashion_m
 struct InputConfig {
   DatasetKind dataset = DatasetKind::Brown;
   std::string path;                // text_file: the file; brown, fashion_mnist: a directory (default: installed)
-  std::string tokenizer = "byte";  // text: "byte" or "gpt2"
+  std::string tokenizer = "byte";  // text: "byte", "gpt2" or "wordpiece"
   int64_t batch_size = 8;
   int64_t sequence_length = 0;       // text: tokens per sequence; 0 means the model's n_positions
   double validation_fraction = 0.1;  // text: held out for evaluation

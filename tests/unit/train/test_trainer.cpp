@@ -215,6 +215,29 @@ TEST_F(TrainerTest, LossFallsOnLearnableText) {
   EXPECT_LT(losses.back(), losses.front() - 1.0);  // from ~ln(257) = 5.5 towards the text's entropy
 }
 
+// train_input.tokenizer: wordpiece encodes the text with BERT's uncased vocabulary, and the model
+// takes its size; the first loss of a fresh model is about ln(30522).
+TEST_F(TrainerTest, TrainsWithTheWordPieceTokenizer) {
+  std::string yaml = config("", 2);
+  const auto set_tokenizer = [&](const std::string& name) {
+    std::string out = yaml;
+    for (std::size_t at = out.find("tokenizer: byte"); at != std::string::npos; at = out.find("tokenizer: byte", at))
+      out.replace(at, 15, "tokenizer: " + name);
+    return out;
+  };
+  sparsetrain::Setup s = make_setup(load_train_config_yaml(set_tokenizer("wordpiece"), "test.yaml"), 3, true);
+  EXPECT_EQ(s.tokenizer->name(), "wordpiece");
+  EXPECT_EQ(s.model->parameter("transformer.wte.weight").shape(), (Shape{30522, 16}));
+  const fs::path dir = root_ / "run";
+  ASSERT_EQ(train(set_tokenizer("wordpiece"), dir), 0);
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_NEAR(nlohmann::json::parse(line)["loss"].get<double>(), std::log(30522.0), 0.5);
+  EXPECT_THAT(error_of([&] { load_train_config_yaml(set_tokenizer("bert"), "test.yaml"); }),
+              ::testing::HasSubstr("train_input.tokenizer: expected byte, gpt2 or wordpiece"));
+}
+
 // The step's gradient norm is the float64 norm of every gradient, for any thread count (the
 // wider model's token embedding and MLP weights span several of the norm's parallel chunks), and
 // clipping scales the gradients to the limit.
