@@ -28,6 +28,9 @@ struct RowRange {
 };
 RowRange shard_rows(int64_t rows, int rank, int ranks);
 
+// 41200 -> "41,200", for describe() lines.
+std::string with_commas(int64_t n);
+
 class DataSource {
  public:
   virtual ~DataSource() = default;
