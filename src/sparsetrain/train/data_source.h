@@ -9,6 +9,7 @@
 //   images  epochs of floor(examples / batch_size) steps; epoch e visits the examples in the
 //           order shuffled_indices(examples, seed, "train.epoch.<e>"). Evaluation reads the test
 //           set in order.
+//   mlm     BERT's masked-language-modelling rows, in epochs like images (train/mlm_source.h).
 #include <cstdint>
 #include <memory>
 #include <string>
