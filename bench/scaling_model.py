@@ -155,7 +155,7 @@ def gather_inputs(a):
     if a.single:
         j = load_json(a.single)
         v["dense_ms"], v["sparse_ms"] = j["dense_ms_per_step"], j["sparse_ms_per_step"]
-        v["tokens"] = int(j["predictions_per_step"])
+        v["tokens"] = int(j["tokens_per_step"])
         for k in ("dense_ms", "sparse_ms", "tokens"):
             source[k] = a.single
         if j.get("ranks", 1) != 1:

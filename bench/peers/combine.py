@@ -105,9 +105,9 @@ def main():
     # Every bench train command measures the dense model in a process of its own; with two
     # configs the dense row is the median over both commands' dense processes.
     for r in sparsetrain_runs:
-        add(f"sparsetrain dense{suffix}", r["dense_ms_per_step"], r["predictions_per_step"])
+        add(f"sparsetrain dense{suffix}", r["dense_ms_per_step"], r["tokens_per_step"])
     for r in sparsetrain_runs:
-        add(f"sparsetrain {r['sparse_label']}{suffix}", r["sparse_ms_per_step"], r["predictions_per_step"])
+        add(f"sparsetrain {r['sparse_label']}{suffix}", r["sparse_ms_per_step"], r["tokens_per_step"])
     names = {"fp32": "PyTorch fp32", "bf16": "PyTorch bf16 autocast"}
     for precision in ("fp32", "bf16"):
         for r in torch_runs:
@@ -117,13 +117,13 @@ def main():
     # Data parallel: N processes x T threads, one step of the group per row figure.
     groups = f"{plural(a.ddp, 'rank')} x {plural(a.ddp_threads, 'thread')}"
     for r in sparsetrain_ddp_runs:
-        add(f"sparsetrain dense{suffix} ({groups})", r["dense_ms_per_step"], r["predictions_per_step"])
+        add(f"sparsetrain dense{suffix} ({groups})", r["dense_ms_per_step"], r["tokens_per_step"])
     sparse_ddp_labels = []
     for r in sparsetrain_ddp_runs:
         label = f"sparsetrain {r['sparse_label']}{suffix} ({groups})"
         if label not in sparse_ddp_labels:
             sparse_ddp_labels.append(label)
-        add(label, r["sparse_ms_per_step"], r["predictions_per_step"])
+        add(label, r["sparse_ms_per_step"], r["tokens_per_step"])
     ddp_names = {}
     for precision in ("fp32", "bf16"):
         for r in torch_ddp_runs:
@@ -162,7 +162,7 @@ def main():
                                   "met": ratio >= DDP_TARGET})
     # The rows compare throughput only if both sides train on the same global batch.
     ddp_tokens = {r["tokens_per_step"] for r in torch_ddp_runs} | \
-        {r["predictions_per_step"] for r in sparsetrain_ddp_runs}
+        {r["tokens_per_step"] for r in sparsetrain_ddp_runs}
     if len(ddp_tokens) > 1:
         print(f"combine.py: warning: the data-parallel runs differ in tokens per step ({sorted(ddp_tokens)}): "
               "sparsetrain's and PyTorch's global batches are not the same", file=sys.stderr)

@@ -153,6 +153,7 @@ json measure_case(const BenchTrainOptions& o, const std::string& which) {
               {"ms_per_step", median(ms)},
               {"step_ms", ms},
               {"predictions_per_step", last.predictions},
+              {"tokens_per_step", last.tokens},
               {"flops_dense", last.flops.dense},
               {"flops_actual", last.flops.actual},
               {"peak_mb", peak_resident_mb()},
@@ -188,10 +189,10 @@ json measure_case(const BenchTrainOptions& o, const std::string& which) {
   }
   if (which == "dense") {
     const Parameter& p = largest_matrix(*s.model);
-    out["gemm"] = {{"m", last.predictions},
+    out["gemm"] = {{"m", last.tokens},
                    {"n", p.rows()},
                    {"k", p.cols()},
-                   {"gflops", gemm_gflops(last.predictions, p.rows(), p.cols(), precision)}};
+                   {"gflops", gemm_gflops(last.tokens, p.rows(), p.cols(), precision)}};
   }
   return out;
 }
@@ -311,7 +312,7 @@ int run_bench_train(const BenchTrainOptions& o) {
   };
   const json& d = dense.front();
   const json& s = sparse.front();
-  const double tokens = d["predictions_per_step"].get<double>();
+  const double tokens = d["tokens_per_step"].get<double>();
   const double dense_ms = median_of(dense, "ms_per_step"), sparse_ms = median_of(sparse, "ms_per_step");
   const double dense_rate = tokens / dense_ms * 1e3, sparse_rate = tokens / sparse_ms * 1e3;
   const double flops_dense = d["flops_dense"].get<double>(), flops_sparse = s["flops_actual"].get<double>();
@@ -327,7 +328,7 @@ int run_bench_train(const BenchTrainOptions& o) {
     round_speedups.push_back(dense[r]["ms_per_step"].get<double>() / sparse[r]["ms_per_step"].get<double>());
   const std::set<std::string> names = s["sparse_parameters"].get<std::set<std::string>>();
   const Memory dense_layers = layers_memory(d, names), sparse_layers = layers_memory(s, names);
-  const char* unit = config.is_gpt() ? "tokens" : "samples";
+  const char* unit = config.is_text() ? "tokens" : "samples";
 
   json result = {{"config", o.params},
                  {"model", d["model"]},
@@ -339,7 +340,8 @@ int run_bench_train(const BenchTrainOptions& o) {
                  {"steps", o.steps},
                  {"warmup", o.warmup},
                  {"rounds", o.rounds},
-                 {"predictions_per_step", tokens},
+                 {"predictions_per_step", d["predictions_per_step"]},
+                 {"tokens_per_step", tokens},
                  {"dense_ms_per_step", dense_ms},
                  {"sparse_ms_per_step", sparse_ms},
                  {"dense_tokens_per_s", dense_rate},

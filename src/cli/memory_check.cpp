@@ -49,6 +49,17 @@ MemoryEstimate estimate_memory(const TrainConfig& c) {
     const double T = c.train_input.sequence_length > 0 ? static_cast<double>(c.train_input.sequence_length) : P;
     e.weights = vocab * C + P * C + L * (12 * C * C + 13 * C) + 2 * C;
     activations = batch * T * (L * (16 * C + H * T) + 2 * vocab + 10 * C);
+  } else if (const auto* b = std::get_if<BertConfig>(&c.model)) {
+    const double vocab = c.model_sets_vocab ? static_cast<double>(b->vocab_size) : tokenizer_vocab(c.train_input.tokenizer);
+    const double C = static_cast<double>(b->hidden), L = static_cast<double>(b->layers);
+    const double I = static_cast<double>(b->intermediate), H = static_cast<double>(b->heads);
+    const double P = static_cast<double>(b->max_positions);
+    const double T = c.train_input.sequence_length > 0 ? static_cast<double>(c.train_input.sequence_length) : P;
+    e.weights = (vocab + P + 2) * C + L * (4 * C * C + 2 * C * I + 9 * C + I) + 2 * C * C + 8 * C + vocab;
+    // Per token and layer: qkv, attention, two sums, h1 and the output (3C + 5C) plus the two
+    // [I] matrices and the attention probabilities; the head's logits on the masked tokens.
+    activations = batch * T * (L * (8 * C + 2 * I + H * T) + 10 * C) +
+                  batch * static_cast<double>(c.train_input.max_predictions_per_seq) * 2 * vocab;
   } else {
     const MlpConfig& m = std::get<MlpConfig>(c.model);
     double in = static_cast<double>(m.inputs), hidden_units = 0;

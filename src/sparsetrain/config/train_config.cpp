@@ -262,12 +262,16 @@ void resolve_init_from(TrainConfig& c) {
   if (!c.model_keys_at.contains("sparse_init")) c.sparse_init = SparseInit::Dense;
 }
 
+// The keys of BERT's masked-language-modelling data: no other model reads them.
+const std::vector<std::string> kMlmInputKeys = {"max_predictions_per_seq", "masked_lm_prob", "short_seq_prob"};
+
 const std::vector<std::string> kInputKeys = {
     "data",       "path",         "tokenizer",      "batch_size",   "max_sequence_length", "validation_fraction",
     "split_seed", "num_examples", "subset_shuffle", "eval_batches", "categories",          "exclude_categories"};
 
 InputConfig read_input(const Value& v, bool eval) {
   std::vector<std::string> keys = kInputKeys;
+  keys.insert(keys.end(), kMlmInputKeys.begin(), kMlmInputKeys.end());
   if (!eval) std::erase(keys, "eval_batches");
   const Mapping m = section(v, keys, "a mapping");
   InputConfig in;
@@ -325,6 +329,12 @@ InputConfig read_input(const Value& v, bool eval) {
         x.expected("philox or numpy");
     }
     if (e.key == "eval_batches") in.eval_batches = int_at_least(x, 1);
+    if (e.key == "max_predictions_per_seq") in.max_predictions_per_seq = int_at_least(x, 1);
+    if (e.key == "masked_lm_prob") {
+      in.masked_lm_prob = number_in(x, 0.0, 1.0, true, "a number in (0, 1)");
+      if (!(in.masked_lm_prob > 0.0)) x.expected("a number in (0, 1)");
+    }
+    if (e.key == "short_seq_prob") in.short_seq_prob = number_in(x, 0.0, 1.0, true, "a number in [0, 1)");
   }
   if (in.dataset == DatasetKind::TextFile && in.path.empty()) v.fail("text_file data needs 'path', the text file");
   if (text && !(in.validation_fraction > 0.0)) v.fail("'validation_fraction' must be > 0");
@@ -490,7 +500,19 @@ TrainConfig read_train_document(const Source& src) {
         ->fail(fmt::format("{} data does not fit the {} model", dataset_name(c.train_input.dataset), c.model_name()));
   if ((c.eval_input.dataset == DatasetKind::FashionMnist) != image)
     m.get("eval_input")->fail("eval_input must be the same kind of data as train_input");
-  if (c.run.num_epochs > 0 && !image) m.get("runconfig")->fail("'num_epochs' is for image data; use 'max_steps'");
+  if (c.run.num_epochs > 0 && c.is_gpt())
+    m.get("runconfig")->fail("'num_epochs' is for data read in epochs; gpt samples its windows: use 'max_steps'");
+  // Only a bert model reads the masked-language-modelling keys; gpt and mlp would ignore them.
+  if (!c.is_bert())
+    for (const char* section : {"train_input", "eval_input"}) {
+      const std::optional<Value> input = m.get(section);
+      if (!input) continue;
+      const Mapping given(*input, "");
+      for (const std::string& key : kMlmInputKeys)
+        if (const Mapping::Entry* e = given.find(key))
+          e->key_value.fail(fmt::format("'{}' is for bert models (masked language modelling), not {}", key,
+                                        c.model_name()));
+    }
   if (c.is_text() && c.train_input.tokenizer != c.eval_input.tokenizer)
     m.get("eval_input")->fail("eval_input must use the tokenizer of train_input");
   const Mapping model(*m.get("model"), "");

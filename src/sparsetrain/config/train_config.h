@@ -39,6 +39,10 @@ struct InputConfig {
   // shuffle the training indices, then the test indices (the SET reference's loader).
   enum class SubsetShuffle { Philox, Numpy } subset_shuffle = SubsetShuffle::Philox;
   int64_t eval_batches = 0;  // eval_input: batches per evaluation (0 = the whole split)
+  // BERT's masked-language-modelling data (data/mlm_examples.h), the Model Zoo's keys.
+  int64_t max_predictions_per_seq = 20;  // masked positions per sequence, at most
+  double masked_lm_prob = 0.15;          // fraction of a sequence's tokens to predict, in (0, 1)
+  double short_seq_prob = 0.1;           // chance that a document's sequences aim shorter, in [0, 1)
 };
 
 struct OptimizerConfig {
@@ -57,7 +61,7 @@ enum class NonfinitePolicy {
 
 struct RunConfig {
   int64_t max_steps = 0;         // one of max_steps and num_epochs
-  int64_t num_epochs = 0;        // image data: epochs of floor(examples / batch) steps
+  int64_t num_epochs = 0;        // data read in epochs (not gpt's): floor(examples / batch) steps each
   int64_t log_steps = 10;        // a log line and a metrics row every this many steps
   int64_t checkpoint_steps = 0;  // a checkpoint every this many steps (0: only at the end)
   int64_t eval_frequency = 0;    // evaluate every this many steps (0: only at the end)

@@ -161,6 +161,27 @@ TextSplit split_documents(const std::vector<TextDocument>& documents, double val
   return split;
 }
 
+std::vector<TextDocument> split_at_blank_lines(const TextDocument& file) {
+  std::vector<TextDocument> documents;
+  bool in_document = false;
+  size_t line_number = 0;
+  for (size_t start = 0; start < file.text.size();) {
+    size_t end = file.text.find('\n', start);
+    end = end == std::string::npos ? file.text.size() : end;
+    const std::string_view line = std::string_view(file.text).substr(start, end - start);
+    ++line_number;
+    start = end + 1;
+    if (std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; })) {
+      in_document = false;
+      continue;
+    }
+    if (!in_document) documents.push_back({fmt::format("{}:{}", file.name, line_number), file.category, ""});
+    in_document = true;
+    documents.back().text.append(line).push_back('\n');
+  }
+  return documents;
+}
+
 TextSplit split_text(const TextDocument& document, double validation_fraction) {
   if (!(validation_fraction > 0.0 && validation_fraction < 1.0)) {
     fail("split_text: validation fraction {}: expected a value between 0 and 1 (exclusive)", validation_fraction);

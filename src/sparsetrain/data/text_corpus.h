@@ -42,6 +42,12 @@ struct TextSplit {
 // order. Needs n >= 2 and 0 < validation_fraction < 1.
 TextSplit split_documents(const std::vector<TextDocument>& documents, double validation_fraction, uint64_t seed);
 
+// The documents of a file in BERT's pre-training input format: runs of non-blank lines, separated
+// by one or more blank lines (lines of only spaces, tabs or '\r' count as blank). Each is named
+// "<file>:<line>", the line where it starts, and keeps `file`'s category; every line ends in '\n'.
+// A file without blank lines is one document.
+std::vector<TextDocument> split_at_blank_lines(const TextDocument& file);
+
 // By text, for a single document: the last validation_fraction of the bytes, moved forward to the
 // next line start (so no UTF-8 character or line is cut), is the validation part. An Error if
 // either part would be empty.

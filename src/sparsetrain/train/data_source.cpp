@@ -1,10 +1,8 @@
 #include "sparsetrain/train/data_source.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <set>
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/philox.h"
@@ -14,6 +12,7 @@
 #include "sparsetrain/text/byte_tokenizer.h"
 #include "sparsetrain/text/gpt2_tokenizer.h"
 #include "sparsetrain/text/wordpiece_tokenizer.h"
+#include "sparsetrain/train/text_documents.h"
 
 namespace sparsetrain {
 
@@ -37,39 +36,6 @@ std::vector<int32_t> tokenize(const std::vector<TextDocument>& docs, const Token
   return stream;
 }
 
-std::string with_commas(int64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-// The documents of in.categories (all when empty) that are not in in.exclude_categories. A name
-// no document has is an Error listing the corpus's categories: a typo must not silently select
-// nothing or everything.
-std::vector<TextDocument> select_categories(std::vector<TextDocument> docs, const InputConfig& in,
-                                            const std::string& file) {
-  if (in.categories.empty() && in.exclude_categories.empty()) return docs;
-  std::set<std::string> known;
-  for (const TextDocument& d : docs) known.insert(d.category);
-  for (const auto* list : {&in.categories, &in.exclude_categories})
-    for (const std::string& name : *list)
-      if (!known.contains(name))
-        fail("{}: train_input.{}: no Brown document has the category '{}'; the corpus has {}", file,
-             list == &in.categories ? "categories" : "exclude_categories", name, fmt::join(known, ", "));
-  const auto listed = [](const std::vector<std::string>& list, const std::string& c) {
-    return std::find(list.begin(), list.end(), c) != list.end();
-  };
-  std::erase_if(docs, [&](const TextDocument& d) {
-    return (!in.categories.empty() && !listed(in.categories, d.category)) || listed(in.exclude_categories, d.category);
-  });
-  if (docs.empty()) fail("{}: train_input: the categories select no Brown document", file);
-  return docs;
-}
-
 class TextSource final : public DataSource {
  public:
   TextSource(const TrainConfig& c, int64_t context, const Tokenizer& tokenizer) : tokenizer_(tokenizer) {
@@ -79,16 +45,10 @@ class TextSource final : public DataSource {
       fail("train_input.max_sequence_length ({}) is longer than the model's n_positions ({})", seq_, context);
     batch_ = in.batch_size;
     eval_batch_size_ = c.eval_input.batch_size;
-    std::vector<TextDocument> docs;
-    if (in.dataset == DatasetKind::Brown)
-      docs = select_categories(in.path.empty() ? load_brown_corpus() : load_brown_corpus(in.path), in, c.file);
-    else
-      docs.push_back(load_text_file(in.path));
-    const TextSplit split = docs.size() > 1 ? split_documents(docs, in.validation_fraction, in.split_seed)
-                                            : split_text(docs[0], in.validation_fraction);
+    const TextSplit split = load_text_split(c, BlankLines::Paragraphs);
     train_ = tokenize(split.train, tokenizer_);
     validation_ = tokenize(split.validation, tokenizer_);
-    name_ = in.dataset == DatasetKind::Brown ? "brown" : in.path;
+    name_ = text_data_name(in);
     for (const auto* stream : {&train_, &validation_})
       if (static_cast<int64_t>(stream->size()) < seq_ + 1)
         fail("{}: a split of {} tokens is shorter than one sequence of {} + 1 tokens", name_, stream->size(), seq_);
@@ -246,6 +206,16 @@ class ImageSource final : public DataSource {
 };
 
 }  // namespace
+
+std::string with_commas(int64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 RowRange shard_rows(int64_t rows, int rank, int ranks) {
   const int64_t base = rows / ranks, extra = rows % ranks;

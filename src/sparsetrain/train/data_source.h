@@ -9,6 +9,7 @@
 //   images  epochs of floor(examples / batch_size) steps; epoch e visits the examples in the
 //           order shuffled_indices(examples, seed, "train.epoch.<e>"). Evaluation reads the test
 //           set in order.
+//   mlm     BERT's masked-language-modelling rows, in epochs like images (train/mlm_source.h).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +28,9 @@ struct RowRange {
   int64_t begin = 0, end = 0;
 };
 RowRange shard_rows(int64_t rows, int rank, int ranks);
+
+// 41200 -> "41,200", for describe() lines.
+std::string with_commas(int64_t n);
 
 class DataSource {
  public:

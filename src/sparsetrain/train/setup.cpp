@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -11,12 +12,14 @@
 
 #include "sparsetrain/config/yaml_reader.h"
 #include "sparsetrain/core/error.h"
+#include "sparsetrain/data/mlm_examples.h"
 #include "sparsetrain/hf/pretrained_dir.h"
 #include "sparsetrain/models/gpt.h"
 #include "sparsetrain/models/mlp.h"
 #include "sparsetrain/models/sparse_init.h"
 #include "sparsetrain/optim/adamw.h"
 #include "sparsetrain/optim/sgd.h"
+#include "sparsetrain/train/mlm_source.h"
 
 namespace sparsetrain {
 
@@ -31,6 +34,22 @@ std::unique_ptr<Model> build_model(const TrainConfig& config, int64_t vocab) {
           config.vocab_size_at.empty() ? config.file + ": model.vocab_size" : config.vocab_size_at, c.vocab_size,
           config.train_input.tokenizer, vocab, vocab);
     return std::make_unique<Gpt>(c);
+  }
+  if (const auto* bert = std::get_if<BertConfig>(&config.model)) {
+    BertConfig c = *bert;
+    if (!config.model_sets_vocab) c.vocab_size = vocab;
+    if (c.vocab_size < vocab)
+      fail(
+          "{}: {} is smaller than the {} ids of the {} tokenizer with BERT's special tokens; give at least {}, or "
+          "leave vocab_size out to take them",
+          config.vocab_size_at.empty() ? config.file + ": model.vocab_size" : config.vocab_size_at, c.vocab_size, vocab,
+          config.train_input.tokenizer, vocab);
+    // What the FLOP count assumes per row: Google's num_to_predict for a full row.
+    const InputConfig& in = config.train_input;
+    const int64_t seq = in.sequence_length > 0 ? in.sequence_length : c.max_positions;
+    c.predictions_per_row = std::clamp<int64_t>(std::llround(static_cast<double>(seq) * in.masked_lm_prob), 1,
+                                                in.max_predictions_per_seq);
+    return std::make_unique<Bert>(c);
   }
   return std::make_unique<Mlp>(std::get<MlpConfig>(config.model));
 }
@@ -140,11 +159,19 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
   s.config = std::move(config);
   const TrainConfig& c = s.config;
   const auto* gpt = std::get_if<GptConfig>(&c.model);
-  if (gpt != nullptr) s.tokenizer = make_tokenizer(c.train_input.tokenizer);
-  s.model = build_model(c, s.tokenizer ? s.tokenizer->vocab_size() : 0);
+  const auto* bert = std::get_if<BertConfig>(&c.model);
+  if (c.is_text()) s.tokenizer = make_tokenizer(c.train_input.tokenizer);
+  // A BERT's vocabulary: the tokenizer's, with [PAD] [CLS] [SEP] [MASK] appended where it has none.
+  const int64_t vocab = bert != nullptr  ? bert_special_tokens(*s.tokenizer).vocab_size
+                        : s.tokenizer ? s.tokenizer->vocab_size()
+                                      : 0;
+  s.model = build_model(c, vocab);
   s.model->set_precision(c.precision);
   if (load_data) {
-    s.data = make_data_source(c, gpt != nullptr ? gpt->context : 0, s.tokenizer.get());
+    if (bert != nullptr)
+      s.data = make_mlm_data_source(c, bert->max_positions, bert->next_sentence, *s.tokenizer);
+    else
+      s.data = make_data_source(c, gpt != nullptr ? gpt->context : 0, s.tokenizer.get());
     if (const auto* mlp = std::get_if<MlpConfig>(&c.model); mlp != nullptr && mlp->inputs != s.data->input_size())
       fail("{}: model.input_size is {}, but the data has {} features per example", c.file, mlp->inputs,
            s.data->input_size());

@@ -48,10 +48,10 @@ void scale_grads(Model& model, float factor) {
 }
 
 // RigL's dense-gradient GEMMs on its update steps: 2 FLOPs per weight per prediction.
-double dense_grad_flops(Model& model, int64_t predictions) {
+double dense_grad_flops(Model& model, int64_t tokens) {
   double flops = 0.0;
   for (const Parameter* p : model.parameters())
-    if (p->wants_dense_grad) flops += 2.0 * static_cast<double>(p->numel()) * static_cast<double>(predictions);
+    if (p->wants_dense_grad) flops += 2.0 * static_cast<double>(p->numel()) * static_cast<double>(tokens);
   return flops;
 }
 
@@ -82,6 +82,7 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
     s.reducer->begin(static_cast<double>(batch.predictions()) / global[1]);
   }
   r.predictions = static_cast<int64_t>(global[1]);
+  r.tokens = static_cast<int64_t>(global[0]) * batch.seq;
   r.flops = model.training_flops(static_cast<int64_t>(global[0]), batch.seq);
   r.loss = model.forward(batch, /*training=*/true, s.seed, step).loss;
   model.backward();
@@ -96,7 +97,7 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
     const ProfileScope profile("gradient norm");
     r.grad_norm = grad_norm(model);
   }
-  r.flops.actual += dense_grad_flops(model, r.predictions);
+  r.flops.actual += dense_grad_flops(model, r.tokens);
   if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm))
     r.outcome = StepOutcome::NonFinite;
   else if (r.loss > max_loss)

@@ -23,7 +23,8 @@ struct StepResult {
   double loss = 0.0;
   double grad_norm = 0.0;  // before clipping
   StepOutcome outcome = StepOutcome::Applied;
-  int64_t predictions = 0;
+  int64_t predictions = 0;  // targets the loss averages over (a BERT's masked tokens), all ranks
+  int64_t tokens = 0;       // input tokens (rows x seq; a classifier's rows) of the global batch
   Flops flops;  // this step's, RigL's dense-gradient GEMMs included in `actual`
   double seconds = 0.0;  // the step's wall time
   ReduceStats reduce;    // data-parallel runs: what the gradient all-reduce moved and cost

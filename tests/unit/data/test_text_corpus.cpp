@@ -120,6 +120,18 @@ TEST(TextSplit, ByText) {
             "split_text: validation fraction 0: expected a value between 0 and 1 (exclusive)");
 }
 
+TEST(TextSplit, AtBlankLines) {
+  const std::vector<TextDocument> docs = split_at_blank_lines({"f.txt", "news", "\n a\nb\n\n \t\r\n\nc\nd"});
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].name, "f.txt:2");  // where it starts
+  EXPECT_EQ(docs[0].text, " a\nb\n");
+  EXPECT_EQ(docs[1].name, "f.txt:7");
+  EXPECT_EQ(docs[1].category, "news");
+  EXPECT_EQ(docs[1].text, "c\nd\n");
+  EXPECT_EQ(split_at_blank_lines({"g", "", "one\ntwo\n"}).size(), 1u);
+  EXPECT_TRUE(split_at_blank_lines({"h", "", "\n\n"}).empty());
+}
+
 TEST(TextFile, LoadsUtf8AndRejectsTheRest) {
   const std::string good = write_file("good.txt", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82\n");
   const TextDocument d = load_text_file(good);

@@ -15,7 +15,7 @@ class TrainLog : public TrainerHook {
  private:
   // The steps since the last line.
   double loss_ = 0.0, seconds_ = 0.0;
-  int64_t steps_ = 0, predictions_ = 0;
+  int64_t steps_ = 0, tokens_ = 0;
 };
 
 }  // namespace sparsetrain
