@@ -50,7 +50,8 @@ MemoryEstimate estimate_memory(const TrainConfig& c) {
     e.weights = vocab * C + P * C + L * (12 * C * C + 13 * C) + 2 * C;
     activations = batch * T * (L * (16 * C + H * T) + 2 * vocab + 10 * C);
   } else if (const auto* b = std::get_if<BertConfig>(&c.model)) {
-    const double vocab = c.model_sets_vocab ? static_cast<double>(b->vocab_size) : tokenizer_vocab(c.train_input.tokenizer);
+    const double vocab =
+        c.model_sets_vocab ? static_cast<double>(b->vocab_size) : tokenizer_vocab(c.train_input.tokenizer);
     const double C = static_cast<double>(b->hidden), L = static_cast<double>(b->layers);
     const double I = static_cast<double>(b->intermediate), H = static_cast<double>(b->heads);
     const double P = static_cast<double>(b->max_positions);

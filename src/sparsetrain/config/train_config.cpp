@@ -510,8 +510,8 @@ TrainConfig read_train_document(const Source& src) {
       const Mapping given(*input, "");
       for (const std::string& key : kMlmInputKeys)
         if (const Mapping::Entry* e = given.find(key))
-          e->key_value.fail(fmt::format("'{}' is for bert models (masked language modelling), not {}", key,
-                                        c.model_name()));
+          e->key_value.fail(
+              fmt::format("'{}' is for bert models (masked language modelling), not {}", key, c.model_name()));
     }
   if (c.is_text() && c.train_input.tokenizer != c.eval_input.tokenizer)
     m.get("eval_input")->fail("eval_input must use the tokenizer of train_input");

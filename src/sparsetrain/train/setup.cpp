@@ -47,8 +47,8 @@ std::unique_ptr<Model> build_model(const TrainConfig& config, int64_t vocab) {
     // What the FLOP count assumes per row: Google's num_to_predict for a full row.
     const InputConfig& in = config.train_input;
     const int64_t seq = in.sequence_length > 0 ? in.sequence_length : c.max_positions;
-    c.predictions_per_row = std::clamp<int64_t>(std::llround(static_cast<double>(seq) * in.masked_lm_prob), 1,
-                                                in.max_predictions_per_seq);
+    c.predictions_per_row =
+        std::clamp<int64_t>(std::llround(static_cast<double>(seq) * in.masked_lm_prob), 1, in.max_predictions_per_seq);
     return std::make_unique<Bert>(c);
   }
   return std::make_unique<Mlp>(std::get<MlpConfig>(config.model));
@@ -162,9 +162,9 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
   const auto* bert = std::get_if<BertConfig>(&c.model);
   if (c.is_text()) s.tokenizer = make_tokenizer(c.train_input.tokenizer);
   // A BERT's vocabulary: the tokenizer's, with [PAD] [CLS] [SEP] [MASK] appended where it has none.
-  const int64_t vocab = bert != nullptr  ? bert_special_tokens(*s.tokenizer).vocab_size
-                        : s.tokenizer ? s.tokenizer->vocab_size()
-                                      : 0;
+  const int64_t vocab = bert != nullptr ? bert_special_tokens(*s.tokenizer).vocab_size
+                        : s.tokenizer   ? s.tokenizer->vocab_size()
+                                        : 0;
   s.model = build_model(c, vocab);
   s.model->set_precision(c.precision);
   if (load_data) {
