@@ -1,0 +1,160 @@
+// A tiny BERT trained by the real binary: masked-LM + next-sentence metrics, evaluation, an
+// interrupted run resumed to the bytes of an unbroken one, bench train's token counts, and the
+// WordPiece tokenizer end to end.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "sparsetrain/core/read_file.h"
+
+namespace sparsetrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kOneThread = {"OMP_NUM_THREADS=1"};
+
+// 40 documents of 6 sentences (BERT's input format: a sentence per line, a blank line between
+// documents), over a small vocabulary of words.
+fs::path make_corpus(const fs::path& root) {
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "far", "away", "home"};
+  std::string text;
+  for (int d = 0; d < 40; ++d) {
+    for (int s = 0; s < 6; ++s) {
+      for (int w = 0; w < 5 + (d + s) % 4; ++w) text += std::string(w ? " " : "") + words[(d * 7 + s * 3 + w) % 12];
+      text += ".\n";
+    }
+    text += "\n";
+  }
+  std::ofstream(root / "corpus.txt") << text;
+  return root / "corpus.txt";
+}
+
+// The tiny BERT's config: 2 layers, width 16, 24 positions, on the corpus with `tokenizer`.
+fs::path tiny_bert_config(const fs::path& root, const std::string& name, const std::string& tokenizer,
+                          const std::string& runconfig, const std::string& sparsity = "") {
+  const fs::path corpus = root / "corpus.txt";
+  const fs::path config = root / (name + ".yaml");
+  std::ofstream(config)
+      << "model: {name: bert, hidden_size: 16, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 32, "
+         "max_position_embeddings: 24, hidden_dropout_prob: 0.1}\n"
+      << "train_input: {data: text_file, path: \"" << corpus.string() << "\", tokenizer: " << tokenizer
+      << ", batch_size: 4, max_predictions_per_seq: 4, validation_fraction: 0.2}\n"
+      << "eval_input: {data: text_file, path: \"" << corpus.string() << "\", tokenizer: " << tokenizer
+      << ", batch_size: 4, validation_fraction: 0.2, eval_batches: 2}\n"
+      << "optimizer: {optimizer_type: adamw, learning_rate: 0.003}\n"
+      << "runconfig: {" << runconfig << "}\n"
+      << sparsity;
+  return config;
+}
+
+std::vector<nlohmann::json> metrics(const fs::path& dir) {
+  std::vector<nlohmann::json> rows;
+  std::istringstream in(read_file((dir / "metrics.jsonl").string()));
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+TEST(CliBert, TrainsEvaluatesAndResumesToTheBytesOfAnUnbrokenRun) {
+  const fs::path root = fs::temp_directory_path() / "sparsetrain_cli_bert";
+  make_corpus(root);
+  const std::string sparsity =
+      "sparsity: {algorithm: set, sparsity: 0.8, format: csr, update: {freq: 2}, "
+      "param_filter: [\"bert.encoder.layer.*.attention.self.*.weight\", \"bert.encoder.layer.*.dense.weight\"]}\n";
+  const std::string run = "max_steps: 6, log_steps: 1, eval_frequency: 3, checkpoint_steps: 3, seed: 5";
+  const fs::path whole = tiny_bert_config(root, "whole", "byte", run, sparsity);
+  const CliResult a = run_cli({"train", "--params", whole.string(), "--model_dir", (root / "whole").string()}, kOneThread);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("bert: 2 layers"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("with [PAD] [CLS] [SEP] [MASK] appended"), std::string::npos) << a.out;
+
+  // Evaluation rows: the masked-token loss and accuracy, and the next-sentence task's.
+  int evals = 0;
+  for (const nlohmann::json& row : metrics(root / "whole")) {
+    if (row["split"] != "eval") continue;
+    ++evals;
+    EXPECT_GT(row["loss"].get<double>(), 0.0);
+    for (const char* key : {"accuracy", "nsp_loss", "nsp_accuracy"}) ASSERT_TRUE(row.contains(key)) << row;
+    EXPECT_FALSE(row.contains("perplexity"));
+  }
+  EXPECT_EQ(evals, 2);
+
+  // Stopped at step 3 and resumed: the same bytes as the unbroken run.
+  const CliResult b1 = run_cli(
+      {"train", "--params", whole.string(), "--model_dir", (root / "parts").string(), "--max_steps", "3"}, kOneThread);
+  ASSERT_EQ(b1.exit_code, 0) << b1.err;
+  const CliResult b2 = run_cli({"train", "--params", whole.string(), "--model_dir", (root / "parts").string()}, kOneThread);
+  ASSERT_EQ(b2.exit_code, 0) << b2.err;
+  EXPECT_EQ(read_file((root / "parts/checkpoint_6.safetensors").string()),
+            read_file((root / "whole/checkpoint_6.safetensors").string()));
+
+  const CliResult e = run_cli({"eval", "--model_dir", (root / "whole").string()}, kOneThread);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("mlm loss"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("nsp loss"), std::string::npos) << e.out;
+}
+
+TEST(CliBert, WordPieceWithoutNextSentenceAndBenchTrainCountsEveryInputToken) {
+  const fs::path root = fs::temp_directory_path() / "sparsetrain_cli_bert_wordpiece";
+  make_corpus(root);
+  const fs::path config = tiny_bert_config(root, "wp", "wordpiece", "max_steps: 2, log_steps: 1",
+                                           "sparsity: {algorithm: static, sparsity: 0.9, format: csr, param_filter: "
+                                           "[\"bert.encoder.layer.*.dense.weight\"]}\n");
+  {
+    std::string text = read_file(config.string());
+    text.replace(text.find("hidden_dropout_prob: 0.1"), 24, "disable_nsp: true");
+    std::ofstream(config) << text;
+  }
+  const CliResult r = run_cli({"train", "--params", config.string(), "--model_dir", (root / "wp").string()}, kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("vocabulary 30522, masked LM\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wordpiece tokenizer"), std::string::npos) << r.out;
+
+  const CliResult b = run_cli(
+      {"bench", "train", "--params", config.string(), "--steps", "1", "--warmup", "0", "--rounds", "1", "--json"},
+      kOneThread);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const nlohmann::json j = nlohmann::json::parse(b.out);
+  EXPECT_EQ(j["tokens_per_step"], 4 * 24);  // every input token, padding included
+  // Masked tokens: at least one and at most max_predictions_per_seq per row.
+  EXPECT_GE(j["predictions_per_step"].get<int>(), 4);
+  EXPECT_LE(j["predictions_per_step"].get<int>(), 4 * 4);
+  EXPECT_NEAR(j["dense_tokens_per_s"].get<double>(), 4 * 24 / j["dense_ms_per_step"].get<double>() * 1e3, 1e-6);
+  EXPECT_EQ(j["sparse_layer_count"], 2 * 3);  // attention.output, intermediate and output dense of each layer
+}
+
+TEST(CliBert, ConfigErrorsNameTheKey) {
+  const fs::path root = fs::temp_directory_path() / "sparsetrain_cli_bert_errors";
+  make_corpus(root);
+  const fs::path config = tiny_bert_config(root, "bad", "byte", "max_steps: 2");
+  const std::string good = read_file(config.string());
+  const std::pair<std::string, std::string> cases[] = {
+      {"hidden_dropout_prob: 0.1", "attention_probs_dropout_prob: 0.1"},
+      {"hidden_dropout_prob: 0.1", "hidden_act: swish"},
+      {"num_attention_heads: 2", "num_attention_heads: 3"},
+      {"max_predictions_per_seq: 4", "max_predictions_per_seq: 0"},
+      {"max_position_embeddings: 24", "max_position_embeddings: 24, n_embd: 16"},
+  };
+  const char* expected[] = {"model.attention_probs_dropout_prob", "model.hidden_act", "num_attention_heads",
+                            "train_input.max_predictions_per_seq", "model.n_embd"};
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    std::string text = good;
+    text.replace(text.find(cases[i].first), cases[i].first.size(), cases[i].second);
+    std::ofstream(config) << text;
+    const CliResult r = run_cli({"config", "--params", config.string()}, kOneThread);
+    EXPECT_EQ(r.exit_code, 1) << cases[i].second;
+    EXPECT_NE(r.err.find(expected[i]), std::string::npos) << cases[i].second << ": " << r.err;
+    EXPECT_NE(r.err.find("bad.yaml:"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace sparsetrain::testing
