@@ -45,7 +45,7 @@ fs::path tiny_bert_config(const fs::path& root, const std::string& name, const s
   const fs::path config = root / (name + ".yaml");
   std::ofstream(config)
       << "model: {name: bert, hidden_size: 16, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 32, "
-         "max_position_embeddings: 24, hidden_dropout_prob: 0.1}\n"
+         "max_position_embeddings: 24, hidden_dropout_prob: 0.1, attention_probs_dropout_prob: 0.1}\n"
       << "train_input: {data: text_file, path: \"" << corpus.string() << "\", tokenizer: " << tokenizer
       << ", batch_size: 4, max_predictions_per_seq: 4, validation_fraction: 0.2}\n"
       << "eval_input: {data: text_file, path: \"" << corpus.string() << "\", tokenizer: " << tokenizer
@@ -137,7 +137,7 @@ TEST(CliBert, ConfigErrorsNameTheKey) {
   const fs::path config = tiny_bert_config(root, "bad", "byte", "max_steps: 2");
   const std::string good = read_file(config.string());
   const std::pair<std::string, std::string> cases[] = {
-      {"hidden_dropout_prob: 0.1", "attention_probs_dropout_prob: 0.1"},
+      {"hidden_dropout_prob: 0.1", "attention_probs_dropout_prob: 1.0"},
       {"hidden_dropout_prob: 0.1", "hidden_act: swish"},
       {"num_attention_heads: 2", "num_attention_heads: 3"},
       {"max_predictions_per_seq: 4", "max_predictions_per_seq: 0"},

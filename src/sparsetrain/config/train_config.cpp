@@ -145,8 +145,8 @@ BertConfig read_bert(const Value& v, bool& sets_vocab) {
     if (e.key == "hidden_act") c.act = read_hidden_act(x);
     if (e.key == "hidden_dropout_prob")
       c.hidden_dropout = static_cast<float>(number_in(x, 0.0, 1.0, true, "a number in [0, 1)"));
-    if (e.key == "attention_probs_dropout_prob" && number_in(x, 0.0, 1.0, true, "a number in [0, 1)") != 0.0)
-      x.fail("dropout on the attention probabilities is not implemented; give 0 (hidden_dropout_prob works)");
+    if (e.key == "attention_probs_dropout_prob")
+      c.attention_dropout = static_cast<float>(number_in(x, 0.0, 1.0, true, "a number in [0, 1)"));
     if (e.key == "layer_norm_eps")
       c.layer_norm_eps = static_cast<float>(
           number_in(x, kLayerNormEpsMin, kLayerNormEpsMax, false, "a number > 0 that float32 holds"));

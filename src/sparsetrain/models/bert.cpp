@@ -32,6 +32,8 @@ void BertConfig::validate() const {
     fail("bert model: 'hidden_size' ({}) must be a multiple of 'num_attention_heads' ({})", hidden, heads);
   if (!(hidden_dropout >= 0.0f && hidden_dropout < 1.0f))
     fail("bert model: 'hidden_dropout_prob' must be in [0, 1), got {}", hidden_dropout);
+  if (!(attention_dropout >= 0.0f && attention_dropout < 1.0f))
+    fail("bert model: 'attention_probs_dropout_prob' must be in [0, 1), got {}", attention_dropout);
   if (!(layer_norm_eps > 0.0f)) fail("bert model: 'layer_norm_eps' must be > 0, got {}", layer_norm_eps);
   if (!(init_std > 0.0)) fail("bert model: 'initializer_range' must be > 0, got {}", init_std);
   if (predictions_per_row < 1) fail("bert model: predictions per row must be >= 1, got {}", predictions_per_row);
@@ -242,6 +244,7 @@ void Bert::forward_layer(std::size_t l, uint64_t seed, int64_t step, int64_t fir
     qkv_layers[part]->forward(x, g_a_);
     copy(g_a_, third(a.qkv, part));
   }
+  shape_.rng = &attention_rngs_[l];
   attention_forward(shape_, a.qkv, a.att, a.probs.data());  // [BT x C]
   y.attention.output.dense.forward(a.att, g_a_);
   if (dropout_ > 0.0f) {
@@ -275,6 +278,11 @@ LossResult Bert::forward(const Batch& batch, bool training, uint64_t seed, int64
   token_types_.assign(batch.token_types.begin(), batch.token_types.end());
   dropout_ = training ? config_.hidden_dropout : 0.0f;
   const int64_t first_token = batch.first_row * batch.seq;  // where this rank's tokens start in the step's batch
+  shape_.dropout = training ? config_.attention_dropout : 0.0f;
+  shape_.first_row = batch.first_row;
+  attention_rngs_.clear();
+  for (std::size_t l = 0; l < layers_.size(); ++l)
+    attention_rngs_.emplace_back(seed, fmt::format("bert.dropout.{}.probs", l), static_cast<uint64_t>(step));
 
   // x = LN(word[ids] + position[t] + token_type[types]), then dropout      [BT x C]
   Embeddings& e = *embeddings_;
@@ -408,6 +416,7 @@ void Bert::backward_layer(std::size_t l) {
     datt_out = g_b_;
   }
   y.attention.output.dense.backward(datt_out, g_c_);  // datt [BT x C]
+  shape_.rng = &attention_rngs_[l];
   attention_backward(shape_, g_c_, a.qkv, a.probs.data(), g_3c_);
   copy(g_d_, dres_);
   Linear* qkv_layers[] = {&y.attention.self.query, &y.attention.self.key, &y.attention.self.value};

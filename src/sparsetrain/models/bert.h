@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "sparsetrain/core/bf16.h"
+#include "sparsetrain/core/philox.h"
 #include "sparsetrain/models/layers.h"
 #include "sparsetrain/models/linear.h"
 #include "sparsetrain/models/model.h"
@@ -50,6 +51,7 @@ struct BertConfig {
   int64_t type_vocab_size = 2;           // S
   Activation act = Activation::GeluErf;  // hidden_act: HF "gelu" is the erf form
   float hidden_dropout = 0.0f;           // hidden_dropout_prob: embeddings, attention output, FFN output
+  float attention_dropout = 0.0f;        // attention_probs_dropout_prob: on the attention probabilities
   float layer_norm_eps = 1e-12f;         // layer_norm_eps
   double init_std = 0.02;                // initializer_range
   bool next_sentence = true;             // NSP head (off: disable_nsp, BertForMaskedLM's modules)
@@ -156,6 +158,7 @@ class Bert : public Model {
   Matrix dres_, g_a_, g_b_, g_c_, g_d_, g_e_, g_i_, g_3c_;  // backward: [BT x C] x 6, [BT x I], [BT x 3C]
   Matrix dhead_, dhead_in_, dpooled_, dcls_;                // [M x C] x 2, [B x C] x 2
   float dropout_ = 0.0f;  // the hidden dropout of the last forward (0 outside training)
+  std::vector<Philox> attention_rngs_;  // per layer: the attention dropout's stream of the last forward
   bool ready_for_backward_ = false;
   Precision head_precision_ = Precision::Fp32;
   AlignedBuffer<Bf16> word_bf16_;  // bf16: the decoder's copy of the word embeddings, made at each forward

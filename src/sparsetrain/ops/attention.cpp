@@ -86,12 +86,58 @@ float* score_scratch(int64_t T) {
   return scores.data();
 }
 
+// Per thread, the dropped probabilities of one (batch, head) pair [T x T].
+float* dropped_scratch(int64_t T) {
+  thread_local std::vector<float> dropped;
+  dropped.resize(static_cast<size_t>(T * T));
+  return dropped.data();
+}
+
+// The first stream element of pair (b, h): AttentionShape's indexing.
+uint64_t dropout_base(const AttentionShape& s, int64_t b, int64_t h) {
+  return static_cast<uint64_t>(((s.first_row + b) * s.heads + h) * s.seq * s.seq);
+}
+
+// out = att with each seen entry kept (scaled by 1 / (1 - dropout)) or dropped, as AttentionShape
+// defines; unseen entries stay zero as in att.
+void drop_probs(const AttentionShape& s, int64_t b, int64_t h, const AttentionMask& m, const float* att, float* out) {
+  const int64_t T = s.seq;
+  const float scale = 1.0f / (1.0f - s.dropout);
+  const uint64_t base = dropout_base(s, b, h);
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t end = m.end(t);
+    for (int64_t j = 0; j < end; ++j) {
+      const auto i = static_cast<uint64_t>(t * T + j);
+      out[i] = s.rng->uniform(base + i) >= s.dropout ? att[i] * scale : 0.0f;
+    }
+    std::fill(out + t * T + end, out + (t + 1) * T, 0.0f);
+  }
+}
+
+// dP = dP' * keep / (1 - dropout) on the seen entries of the score rows (stride lds).
+void drop_grads(const AttentionShape& s, int64_t b, int64_t h, const AttentionMask& m, float* ds, int64_t lds) {
+  const int64_t T = s.seq;
+  const float scale = 1.0f / (1.0f - s.dropout);
+  const uint64_t base = dropout_base(s, b, h);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < m.end(t); ++j) {
+      float& g = ds[t * lds + j];
+      g = s.rng->uniform(base + static_cast<uint64_t>(t * T + j)) >= s.dropout ? g * scale : 0.0f;
+    }
+}
+
+void check_dropout(const char* op, const AttentionShape& s) {
+  if (!(s.dropout >= 0.0f && s.dropout < 1.0f)) fail("{}: dropout {} is outside [0, 1)", op, s.dropout);
+  if (s.dropout > 0.0f && s.rng == nullptr) fail("{}: dropout {} without a random stream", op, s.dropout);
+}
+
 }  // namespace
 
 // qkv [B*T x 3C], out [B*T x C], probs [B*H*T*T].
 void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView out, float* probs) {
   const ProfileScope profile("attention forward");
   check_shape("attention_forward", s);
+  check_dropout("attention_forward", s);
   const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
   check_view("attention_forward", "qkv", qkv, B * T, 3 * C);
   check_view("attention_forward", "out", out, B * T, C);
@@ -115,8 +161,14 @@ void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView 
       kernel.scores(T, D, m, scale, q, qkv.ld, k, qkv.ld, scores, lds);
       for (int64_t t = 0; t < T; ++t) masked_softmax_row(scores + t * lds, att + t * T, m.end(t), T);
 
-      // out = att v
-      kernel.rows(T, D, m, 1.0f, att, T, v, qkv.ld, out.row(b * T) + h * D, out.ld);
+      // out = att v (att with dropout in training)
+      const float* used = att;
+      if (s.dropout > 0.0f) {
+        float* dropped = dropped_scratch(T);
+        drop_probs(s, b, h, m, att, dropped);
+        used = dropped;
+      }
+      kernel.rows(T, D, m, 1.0f, used, T, v, qkv.ld, out.row(b * T) + h * D, out.ld);
     }
   });
 }
@@ -130,6 +182,7 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
                         MatrixView dqkv) {
   const ProfileScope profile("attention backward");
   check_shape("attention_backward", s);
+  check_dropout("attention_backward", s);
   const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
   check_view("attention_backward", "dout", dout, B * T, C);
   check_view("attention_backward", "qkv", qkv, B * T, 3 * C);
@@ -154,13 +207,21 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
       float* dv = dq + 2 * C;
       const float* att = probs + p * T * T;
 
-      // dP = dout v^T, over the seen keys (the other entries are not used)
+      // dP = dout v^T, over the seen keys (the other entries are not used), through the dropout
       kernel.scores(T, D, m, 1.0f, dy, dout.ld, v, qkv.ld, ds, lds);
+      if (s.dropout > 0.0f) drop_grads(s, b, h, m, ds, lds);
       for (int64_t t = 0; t < T; ++t) masked_softmax_backward_row(att + t * T, ds + t * lds, m.end(t), T);
 
       kernel.rows(T, D, m, scale, ds, lds, k, qkv.ld, dq, dqkv.ld);
       kernel.cols(T, D, m, scale, ds, lds, q, qkv.ld, dk, dqkv.ld);
-      kernel.cols(T, D, m, 1.0f, att, T, dy, dout.ld, dv, dqkv.ld);
+      // dv = att'^T dout, att' the probabilities the forward pass multiplied v by
+      const float* used = att;
+      if (s.dropout > 0.0f) {
+        float* dropped = dropped_scratch(T);
+        drop_probs(s, b, h, m, att, dropped);
+        used = dropped;
+      }
+      kernel.cols(T, D, m, 1.0f, used, T, dy, dout.ld, dv, dqkv.ld);
     }
   });
 }

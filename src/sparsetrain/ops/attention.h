@@ -20,6 +20,7 @@
 // on the thread count.
 #include <cstdint>
 
+#include "sparsetrain/core/philox.h"
 #include "sparsetrain/core/tensor.h"
 
 namespace sparsetrain {
@@ -31,6 +32,14 @@ struct AttentionShape {
   int64_t channels = 0;  // C, a multiple of H
   bool causal = true;
   const int32_t* lengths = nullptr;  // [B] real tokens per row, each in [1, T]; nullptr: all T
+  // Dropout on the probabilities (training; torch's attention_probs_dropout): att v uses
+  // att[t, s] * keep / (1 - dropout), keep = rng->uniform(i) >= dropout at element
+  // i = (((first_row + b) * H + h) * T + t) * T + s, so a data-parallel rank holding rows
+  // first_row, ... drops what one process drops. probs still holds the softmax itself; the
+  // backward pass draws the same keeps again (nothing more is stored).
+  float dropout = 0.0f;
+  const Philox* rng = nullptr;
+  int64_t first_row = 0;
 
   int64_t head_dim() const { return channels / heads; }
   int64_t probs_size() const { return batch * heads * seq * seq; }

@@ -207,7 +207,7 @@ TEST_F(DistributedTest, BertFirstStepGradientsMatchOneProcess) {
              1),
       std::regex("model: \\{.*\\}"),
       "model: {name: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64, "
-      "max_position_embeddings: 16, disable_nsp: true, hidden_dropout_prob: 0.1}");
+      "max_position_embeddings: 16, disable_nsp: true, hidden_dropout_prob: 0.1, attention_probs_dropout_prob: 0.1}");
   sparsetrain::Setup s = spread(yaml), one = alone(yaml);
   Batch b1, b2;
   const StepResult r = train_step(s, 1, b1), expected = train_step(one, 1, b2);

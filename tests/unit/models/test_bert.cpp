@@ -115,12 +115,31 @@ TEST(BertGradients, DenseMatchFiniteDifferences) {
   check_gradients(bert, mlm_batch(3, 7, 13), 6, 2e-2);
 }
 
-TEST(BertGradients, WithHiddenDropoutMatchFiniteDifferences) {
+TEST(BertGradients, WithDropoutMatchFiniteDifferences) {
   BertConfig c = tiny_bert();
   c.hidden_dropout = 0.2f;
+  c.attention_dropout = 0.3f;
   Bert bert(c);
   bert.init_weights(2);
   check_gradients(bert, mlm_batch(2, 6, 13), 5, 2e-2);
+}
+
+// Each dropout really drops: a training forward differs from evaluation and from the next step's,
+// and repeats itself exactly for the same (seed, step).
+TEST(BertModel, DropoutDependsOnSeedAndStepOnly) {
+  for (const bool attention : {false, true}) {
+    SCOPED_TRACE(attention ? "attention_probs_dropout_prob" : "hidden_dropout_prob");
+    BertConfig c = tiny_bert();
+    (attention ? c.attention_dropout : c.hidden_dropout) = 0.5f;
+    Bert bert(c);
+    bert.init_weights(7);
+    const Batch batch = mlm_batch(2, 8, 13);
+    const double eval = bert.forward(batch, false, 1, 1).loss;
+    const double step1 = bert.forward(batch, true, 1, 1).loss;
+    EXPECT_NE(step1, eval);
+    EXPECT_NE(bert.forward(batch, true, 1, 2).loss, step1);
+    EXPECT_EQ(bert.forward(batch, true, 1, 1).loss, step1);
+  }
 }
 
 TEST(BertGradients, WithoutNextSentenceMatchFiniteDifferences) {
