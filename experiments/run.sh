@@ -5,9 +5,10 @@
 # which take longer than an hour: they run when named (extended/<experiment>) or with --quick.
 # A finished run is skipped and an interrupted one resumes from its newest checkpoint, so running
 # this again completes the set. Then it writes the experiment's tables (experiments/summarize.py)
-# and figures (`sparsetrain plot`: loss against step and FLOPs, sparsity per layer, masks) into
-# runs/experiments/<experiment>/report/. Every run directory records the binary's build flags, the
-# CPU and the ISAs its kernels and oneDNN ran (run_environment.jsonl), and the tables name them.
+# and figures (`sparsetrain plot`: loss against step, FLOPs and training seconds, sparsity per
+# layer, masks) into runs/experiments/<experiment>/report/. Every run directory records the
+# binary's build flags, the CPU and the ISAs its kernels and oneDNN ran (run_environment.jsonl),
+# and the tables name them.
 #
 #   experiments/run.sh [--quick] [--portable] [--precision bf16] [--jobs N] [EXPERIMENT...]
 #
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
       }
       ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     -*) echo "experiments/run.sh: unknown option '$1' (--quick, --portable, --precision P, --jobs N)" >&2; exit 2 ;;
     *) names+=("$1") ;;
   esac
