@@ -928,7 +928,9 @@ TEST(TrainConfig, EvalBatchesOverrideReachesTheEvaluationData) {
     SCOPED_TRACE(eval.empty() ? "no eval_input: evaluation reads train_input's data" : "eval_input");
     TrainConfig c = load_train_config_yaml(train + eval + rest, "e.yaml");
     EXPECT_EQ(c.eval_input.eval_batches, eval.empty() ? 0 : 40);
-    apply_run_overrides(c, {.eval_batches = int64_t{2}});
+    RunOverrides two;
+    two.eval_batches = 2;
+    apply_run_overrides(c, two);
     EXPECT_EQ(c.eval_input.eval_batches, 2);
     EXPECT_THAT(c.text, HasSubstr("e.yaml with the command-line overrides --eval_batches 2"));
     // The recorded config reads back as the run that was made: the same evaluation data, 2 batches.
