@@ -29,14 +29,14 @@ The dynamic method is Graphcore's: magnitude prune, random regrow, prune ratio 0
 their cosine, 160 pattern updates over the run. The configs are committed; rerun this only to
 change the design.
 """
-import json
-import subprocess
-import tempfile
+import sys
 import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "build/src/cli/sparsetrain"
+sys.path.insert(0, str(ROOT / "experiments"))
+from flops_per_step import flops_per_step  # noqa: E402
+
 # Graphcore's pattern updates in phase I of pre-training.
 DYNAMIC_UPDATES = 160
 # The Pareto's budget, in steps of the width-256 dense model.
@@ -123,16 +123,6 @@ def config_text(kind, width, steps, fmt="csr", lr=1e-3):
     body += sparsity(kind, steps, fmt)
     run = RUN.format(steps=steps, log=max(steps // 20, 1), eval=max(steps // 4, 1))
     return describe(kind, width, fmt) + body + run
-
-
-def flops_per_step(text):
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = Path(tmp) / "c.yaml"
-        cfg.write_text(text)
-        subprocess.run([BIN, "train", "--params", cfg, "--model_dir", Path(tmp) / "run", "--max_steps", "1",
-                        "--threads", "2"], check=True, capture_output=True)
-        rows = [json.loads(l) for l in (Path(tmp) / "run/metrics.jsonl").read_text().splitlines()]
-        return [r for r in rows if r.get("split") == "train"][-1]["flops_actual"]
 
 
 def write(folder, name, text):
