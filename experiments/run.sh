@@ -5,15 +5,16 @@
 # which take longer than an hour: they run when named (extended/<experiment>) or with --quick.
 # A finished run is skipped and an interrupted one resumes from its newest checkpoint, so running
 # this again completes the set. Then it writes the experiment's tables (experiments/summarize.py)
-# and figures (`sparsetrain plot`: loss against step and FLOPs, sparsity per layer, masks) into
-# runs/experiments/<experiment>/report/. Every run directory records the binary's build flags, the
-# CPU and the ISAs its kernels and oneDNN ran (run_environment.jsonl), and the tables name them.
+# and figures (`sparsetrain plot`: loss against step, FLOPs and training seconds, sparsity per
+# layer, masks) into runs/experiments/<experiment>/report/. Every run directory records the
+# binary's build flags, the CPU and the ISAs its kernels and oneDNN ran (run_environment.jsonl),
+# and the tables name them.
 #
 #   experiments/run.sh [--quick] [--portable] [--precision bf16] [--jobs N] [EXPERIMENT...]
 #
-#   --quick     every run stops after its `quick_steps` (minutes for every experiment) into
-#               runs/experiments-quick/: a smoke test of the configs and the pipeline; its
-#               accuracies mean nothing.
+#   --quick     every run stops after its `quick_steps` and evaluates on 2 batches (minutes for
+#               every experiment) into runs/experiments-quick/: a smoke test of the configs and
+#               the pipeline; its accuracies mean nothing.
 #   --portable  numbers that carry across machines (docs/reliability.md#portable-mode): a binary
 #               built without -march=native (build-portable/), run with `sparsetrain --portable`
 #               (kernels and oneDNN capped at AVX2), into runs/experiments-portable/.
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
       }
       ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     -*) echo "experiments/run.sh: unknown option '$1' (--quick, --portable, --precision P, --jobs N)" >&2; exit 2 ;;
     *) names+=("$1") ;;
   esac
@@ -93,8 +94,8 @@ train_one() {
     echo "  $run: done"
     return 0
   fi
-  local steps=()
-  [ "$quick" -eq 1 ] && steps=(--max_steps "$quick_steps")
+  local quick_options=()
+  [ "$quick" -eq 1 ] && quick_options=(--max_steps "$quick_steps" --eval_batches 2)
   local options=() arg
   for arg in "$@"; do
     if [[ "$arg" == @* ]]; then
@@ -111,7 +112,7 @@ train_one() {
   mkdir -p "$out_root/$exp"
   local start=$SECONDS
   if "${bin[@]}" train_and_eval --params "experiments/$exp/$config" --model_dir "$dir" --seed "$seed" \
-      --threads "$threads" "${steps[@]}" "${precision_options[@]}" "${options[@]}" >"$dir.log" 2>&1; then
+      --threads "$threads" "${quick_options[@]}" "${precision_options[@]}" "${options[@]}" >"$dir.log" 2>&1; then
     echo "$((SECONDS - start))" >"$dir.seconds"
     echo "  $run: $((SECONDS - start)) s"
   else

@@ -4,11 +4,15 @@
     experiments/summarize.py experiments/<experiment> runs/experiments/<experiment>
 
 Runs are grouped by name without the `_s<seed>` suffix (set_s0 ... set_s4 -> set). Per group: the
-seeds, the final evaluation (accuracy for classifiers, loss and perplexity for language models) as
-mean +- sample standard deviation with every run's value, the best evaluation of each run averaged,
-training FLOPs (actual and dense-equivalent), mean ms per step and wall time per run. A `published`
-file in the experiment folder (`<group> <value> <source...>`) adds the published value. A run
-without a final evaluation is listed as unfinished, never silently dropped. Below the table, what
+seeds, the final evaluation (accuracy for classifiers, loss for language models: a BERT's masked-LM
+loss, with its masked-token and next-sentence accuracies and next-sentence loss in columns of their
+own) as mean +- sample standard deviation with every run's value, the best evaluation of each run
+averaged, training FLOPs (actual and dense-equivalent), mean ms per step and wall time per run. A
+`published` file in the experiment folder (`<group> <value> <source...>`) adds the published value.
+A `matched` file (one dense group per line) adds Graphcore's "Matched" column: the final loss of
+those groups interpolated linearly in training FLOPs at each other group's FLOPs (their FLOPs must
+bracket it; no extrapolation). A run without a final evaluation is listed as unfinished, never
+silently dropped. Below the table, what
 the runs ran with (each run directory's run_environment.jsonl: build flags, CPU, the ISAs of the
 kernels and of oneDNN, threads), one line per distinct environment with the runs that used it.
 """
@@ -17,6 +21,8 @@ import math
 import re
 import sys
 from pathlib import Path
+
+import yaml
 
 
 def read_runs(exp_dir):
@@ -43,6 +49,31 @@ def read_metrics(path):
             sys.exit(f"{path}:{n}: not a JSON object")
         (evals if row.get("split") == "eval" else train).append(row)
     return train, evals
+
+
+def model_name(config_path):
+    try:
+        config = yaml.safe_load(config_path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        sys.exit(f"{config_path}: cannot read the config ({e})")
+    name = (config.get("model") or {}).get("name") if isinstance(config, dict) else None
+    if not isinstance(name, str):
+        sys.exit(f"{config_path}: no model.name; expected gpt, bert or mlp")
+    return name
+
+
+def read_list(path):
+    """The first field of each line that is not blank or a # comment."""
+    return [l.split()[0] for l in path.read_text().splitlines() if l.split() and not l.startswith("#")]
+
+
+def interpolate(points, x):
+    """Linear interpolation of (x, y) points at x; None outside their range."""
+    points = sorted(points)
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x0 <= x <= x1 and x1 > x0:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return None
 
 
 def mean_sd(values):
@@ -77,11 +108,17 @@ def main():
     print(f"# {exp_dir.name}\n")
     print(f"Runs in `{out_dir}`; each a `sparsetrain train_and_eval --params {exp_dir}/<config> "
           f"--seed <seed> --threads <threads>`.\n")
+    matched_groups = read_list(exp_dir / "matched") if (exp_dir / "matched").exists() else []
+    for group in matched_groups:
+        if group not in groups:
+            sys.exit(f"{exp_dir / 'matched'}: '{group}' is not a group of {exp_dir / 'runs'}")
     classifier = None
-    rows = []
+    bert = False
+    results = []
     unfinished = []
     for group, runs in groups.items():
         finals, bests, flops, dense_flops, ms, walls, seeds = [], [], [], [], [], [], []
+        extras = {key: [] for key in BERT_EXTRAS}
         for run in runs:
             model_dir = out_dir / run["name"]
             metrics = model_dir / "metrics.jsonl"
@@ -94,12 +131,19 @@ def main():
             if not final:
                 unfinished.append(run["name"])
                 continue
-            key = "accuracy" if "accuracy" in final[-1] else "loss"
+            # A BERT's eval row has a masked-token "accuracy" too; its headline is the masked-LM loss.
+            masked_lm = model_name(exp_dir / run["config"]) == "bert"
+            bert = bert or masked_lm
+            key = "accuracy" if "accuracy" in final[-1] and not masked_lm else "loss"
             classifier = key == "accuracy"
             scale = 100.0 if classifier else 1.0
             finals.append(final[-1][key] * scale)
             values = [e[key] * scale for e in evals if e.get(key) is not None]
             bests.append(max(values) if classifier else min(values))
+            if masked_lm:
+                for extra, (field, extra_scale, _) in BERT_EXTRAS.items():
+                    if final[-1].get(field) is not None:
+                        extras[extra].append(final[-1][field] * extra_scale)
             flops.append(train[-1]["flops_actual"])
             dense_flops.append(train[-1]["flops_dense"])
             ms.append(sum(r["ms_per_step"] for r in train) / len(train))
@@ -109,25 +153,46 @@ def main():
             seeds.append(str(run["seed"]))
         if not finals:
             continue
-        m, sd = mean_sd(finals)
-        b, _ = mean_sd(bests)
-        pub = published.get(group)
-        # Accuracies in % to hundredths; losses in nats to 1e-4, where seeds differ by thousandths.
-        d = 2 if classifier else 4
-        rows.append([
-            group, run_configs(runs), ", ".join(seeds), f"{m:.{d}f} ± {sd:.{d}f}",
-            " / ".join(f"{v:.{d}f}" for v in finals), f"{b:.{d}f}", f"{pub[0]:.{d}f}" if pub else "–",
-            si(sum(flops) / len(flops)), si(sum(dense_flops) / len(dense_flops)), f"{sum(ms) / len(ms):.1f}",
-            f"{sum(walls) / len(walls):.0f}" if walls else "–",
-        ])
-    what = "test accuracy %" if classifier else "validation loss"
+        results.append({"group": group, "runs": runs, "seeds": seeds, "finals": finals, "bests": bests,
+                        "flops": sum(flops) / len(flops), "dense_flops": sum(dense_flops) / len(dense_flops),
+                        "ms": sum(ms) / len(ms), "walls": walls, "extras": extras})
+    # Graphcore's "Matched": the dense groups' final loss, linear in training FLOPs, at a group's FLOPs.
+    dense_points = [(r["flops"], mean_sd(r["finals"])[0]) for r in results if r["group"] in matched_groups]
+    # Accuracies in % to hundredths; losses in nats to 1e-4, where seeds differ by thousandths.
+    d = 2 if classifier else 4
+    rows = []
+    for r in results:
+        m, sd = mean_sd(r["finals"])
+        b, _ = mean_sd(r["bests"])
+        pub = published.get(r["group"])
+        row = [r["group"], run_configs(r["runs"]), ", ".join(r["seeds"]), f"{m:.{d}f} ± {sd:.{d}f}",
+               " / ".join(f"{v:.{d}f}" for v in r["finals"]), f"{b:.{d}f}"]
+        if bert:
+            row += [f"{mean_sd(v)[0]:.{BERT_EXTRAS[k][2]}f}" if v else "–" for k, v in r["extras"].items()]
+        row.append(f"{pub[0]:.{d}f}" if pub else "–")
+        if matched_groups:
+            matched = None if r["group"] in matched_groups else interpolate(dense_points, r["flops"])
+            row.append(f"{matched:.{d}f}" if matched is not None else "–")
+        row += [si(r["flops"]), si(r["dense_flops"]), f"{r['ms']:.1f}",
+                f"{sum(r['walls']) / len(r['walls']):.0f}" if r["walls"] else "–"]
+        rows.append(row)
+    what = "test accuracy %" if classifier else "MLM validation loss" if bert else "validation loss"
     best = "best" if classifier else "lowest"
-    header = ["group", "config", "seeds", f"final {what} (mean ± sd)", "per seed", f"{best} during training (mean)",
-              "published", "training FLOPs", "dense-equivalent FLOPs", "ms/step", "wall s/run"]
+    header = ["group", "config", "seeds", f"final {what} (mean ± sd)", "per seed", f"{best} during training (mean)"]
+    if bert:
+        header += list(BERT_EXTRAS)
+    header.append("published")
+    if matched_groups:
+        header.append("Matched (dense, interpolated at these FLOPs)")
+    header += ["training FLOPs", "dense-equivalent FLOPs", "ms/step", "wall s/run"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
         print("| " + " | ".join(r) + " |")
+    if matched_groups:
+        print(f"\nMatched: the final loss of {', '.join(matched_groups)} (mean over seeds), interpolated "
+              f"linearly in training FLOPs at each other group's FLOPs; – where those FLOPs lie outside "
+              f"theirs or the group is one of them. Below Matched is better than dense at equal FLOPs.")
     if published:
         print()
         for group, (value, source) in published.items():
@@ -136,6 +201,11 @@ def main():
         print(f"\nUnfinished (no final evaluation): {', '.join(unfinished)}")
     print_environments(out_dir, [run for runs in groups.values() for run in runs])
 
+
+# A BERT's final-evaluation columns besides the masked-LM loss, means over seeds:
+# header -> (eval row field, scale, decimals).
+BERT_EXTRAS = {"masked-token accuracy %": ("accuracy", 100.0, 2), "NSP loss": ("nsp_loss", 1.0, 4),
+               "NSP accuracy %": ("nsp_accuracy", 100.0, 2)}
 
 # The fields of run_environment.jsonl that decide a run's bits besides its config and seed
 # (docs/reliability.md#determinism-contract).

@@ -14,13 +14,13 @@ N:M runs use the larger budget. The seeds and update-count experiments reuse the
 configs and budget. The configs are committed; rerun this only to change the design.
 """
 import argparse
-import json
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "build/src/cli/sparsetrain"
+sys.path.insert(0, str(ROOT / "experiments"))
+from flops_per_step import flops_per_step  # noqa: E402
+
 # Mask updates of the dynamic method in the Pareto (and its seeds): fewer, larger updates did better
 # than 40 or 160 at this budget (experiment gpt_brown_updates). The block-size and N:M runs use 40.
 PARETO_DYNAMIC_UPDATES = 10
@@ -98,16 +98,6 @@ def config_text(kind, level, width, steps, fmt="csr", lr=None, data="", dynamic_
     body += sparsity(kind, level, steps, fmt, dynamic_updates)
     run = RUN.format(steps=steps, log=max(steps // 20, 1), eval=max(steps // 6, 1))
     return describe(kind, level, width, fmt, dynamic_updates) + body + run
-
-
-def flops_per_step(text):
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = Path(tmp) / "c.yaml"
-        cfg.write_text(text)
-        subprocess.run([BIN, "train", "--params", cfg, "--model_dir", Path(tmp) / "run", "--max_steps", "1",
-                        "--threads", "2"], check=True, capture_output=True)
-        rows = [json.loads(l) for l in (Path(tmp) / "run/metrics.jsonl").read_text().splitlines()]
-        return [r for r in rows if r.get("split") == "train"][-1]["flops_actual"]
 
 
 def write(folder, name, text):

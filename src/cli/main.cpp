@@ -154,6 +154,8 @@ int run_command(int argc, char** argv) {
     a->add_option(names("-o,--model_dir"), t.model_dir,
                   "Checkpoints, metrics and the config go here (default model_dir)");
     a->add_option(names("--max_steps"), t.max_steps, "Train up to this step (overrides runconfig)")->check(kAtLeastOne);
+    a->add_option(names("--eval_batches"), t.eval_batches, "Batches per evaluation (overrides eval_input)")
+        ->check(kAtLeastOne);
     a->add_option(names("--checkpoint_path"), t.checkpoint_path, "Start from / evaluate this checkpoint's model file");
     a->add_option(names("--load_checkpoint_states"), t.load_checkpoint_states,
                   "all (default): resume the checkpoint's run; model: only its weights, a new run from step 0")

@@ -96,42 +96,55 @@ std::vector<Point> loss_points(const std::vector<MetricRow>& rows, AxisScale x_s
   return points;
 }
 
-enum class LossAxis { Step, Flops };
+enum class LossAxis { Step, Flops, Seconds };
 
 Chart loss_chart(const std::vector<Run>& runs, LossAxis axis) {
   Chart chart;
   chart.y_label = "loss";
-  if (axis == LossAxis::Step) {
-    chart.title = "Loss against training step";
-    chart.x_label = "step";
-    chart.note = "solid: train loss (mean over each logging window); dashed with dots: eval loss";
-  } else {
-    chart.title = "Loss against training FLOPs";
-    chart.x_label = "training FLOPs so far (flops_actual: what the kernels ran), log scale";
-    chart.x_scale = AxisScale::Log;
-    chart.note =
-        "solid: train loss; dashed with dots: eval loss, at the FLOPs of the last train row at or before "
-        "its step";
+  switch (axis) {
+    case LossAxis::Step:
+      chart.title = "Loss against training step";
+      chart.x_label = "step";
+      chart.note = "solid: train loss (mean over each logging window); dashed with dots: eval loss";
+      break;
+    case LossAxis::Flops:
+      chart.title = "Loss against training FLOPs";
+      chart.x_label = "training FLOPs so far (flops_actual: what the kernels ran), log scale";
+      chart.x_scale = AxisScale::Log;
+      chart.note =
+          "solid: train loss; dashed with dots: eval loss, at the FLOPs of the last train row at or before "
+          "its step";
+      break;
+    case LossAxis::Seconds:
+      chart.title = "Loss against training time";
+      chart.x_label = "training seconds so far (the steps' wall time, from ms_per_step; no evaluations)";
+      chart.note =
+          "solid: train loss; dashed with dots: eval loss, at the time of the last train row at or before its "
+          "step";
+      break;
   }
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Run& run = runs[i];
-    auto train_x = [&](const MetricRow& r) -> std::optional<double> {
-      if (axis == LossAxis::Step) return static_cast<double>(r.step);
-      return r.flops_actual;
+    // Eval rows carry neither FLOPs nor times: they take those of the train row at or before them.
+    auto x_of = [&](const MetricRow& r, bool train) -> std::optional<double> {
+      switch (axis) {
+        case LossAxis::Step: return static_cast<double>(r.step);
+        case LossAxis::Flops: return train ? r.flops_actual : flops_at_step(run.metrics.train, r.step);
+        case LossAxis::Seconds: return seconds_at_step(run.metrics.train, r.step);
+      }
+      return std::nullopt;
     };
-    auto eval_x = [&](const MetricRow& r) -> std::optional<double> {
-      if (axis == LossAxis::Step) return static_cast<double>(r.step);
-      return flops_at_step(run.metrics.train, r.step);
-    };
-    chart.series.push_back({run.label + " train",
-                            {series_color(i), 1.5, ""},
-                            false,
-                            loss_points(run.metrics.train, chart.x_scale, train_x)});
+    chart.series.push_back(
+        {run.label + " train",
+         {series_color(i), 1.5, ""},
+         false,
+         loss_points(run.metrics.train, chart.x_scale, [&](const MetricRow& r) { return x_of(r, true); })});
     if (!run.metrics.eval.empty())
-      chart.series.push_back({run.label + " eval",
-                              {series_color(i), 1.5, "5,4"},
-                              true,
-                              loss_points(run.metrics.eval, chart.x_scale, eval_x)});
+      chart.series.push_back(
+          {run.label + " eval",
+           {series_color(i), 1.5, "5,4"},
+           true,
+           loss_points(run.metrics.eval, chart.x_scale, [&](const MetricRow& r) { return x_of(r, false); })});
   }
   return chart;
 }
@@ -185,6 +198,7 @@ int run_plot_command(const PlotOptions& o) {
   const fs::path out(o.out);
   write_figure(out / "loss_vs_step.svg", render_line_chart(loss_chart(runs, LossAxis::Step)));
   write_figure(out / "loss_vs_flops.svg", render_line_chart(loss_chart(runs, LossAxis::Flops)));
+  write_figure(out / "loss_vs_seconds.svg", render_line_chart(loss_chart(runs, LossAxis::Seconds)));
   for (const Run& run : runs) {
     const std::string suffix = runs.size() == 1 ? "" : fmt::format("_{}", file_safe(run.label));
     if (run.masks.steps.empty() || run.masks.layers.empty()) {

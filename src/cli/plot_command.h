@@ -1,6 +1,6 @@
 #pragma once
 // `sparsetrain plot --model_dir DIR... --out OUT`: SVG figures of one or more model directories,
-// written into OUT: loss against step and against training FLOPs (one series per directory),
+// written into OUT: loss against step, training FLOPs and training seconds (one series per directory),
 // each sparse layer's sparsity over the checkpoints, and one layer's masks at the earliest and the
 // newest checkpoint (docs/cli.md#sparsetrain-plot).
 #include <string>

@@ -51,7 +51,7 @@ int run_train_command(const TrainCommandOptions& o) {
     for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);
   std::optional<Precision> precision;
   if (o.precision) precision = parse_precision(*o.precision, "--precision");
-  apply_run_overrides(config, {o.max_steps, o.seed, o.threads, o.init_from, precision});
+  apply_run_overrides(config, {o.max_steps, o.seed, o.threads, o.init_from, precision, o.eval_batches});
   set_threads_per_rank(config.run.num_threads);
   check_memory(config);
   const uint64_t seed = config.run.seed;

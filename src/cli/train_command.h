@@ -28,6 +28,7 @@ struct TrainCommandOptions {
   std::optional<uint64_t> seed;
   std::optional<int> threads;
   std::optional<std::string> precision;  // fp32 or bf16, overrides model.mixed_precision / fp16_type
+  std::optional<int64_t> eval_batches;   // overrides eval_input.eval_batches
   bool no_progress = false;
 };
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -539,6 +540,35 @@ TEST(CliTrain, ProgressBarOnlyOnATerminal) {
   };
   EXPECT_EQ(log_lines(on_terminal.out), log_lines(piped.out));
   EXPECT_EQ(log_lines(piped.out), 1);  // log_steps defaults to 10
+  std::filesystem::remove_all(dir);
+}
+
+// --eval_batches N: each evaluation reads N batches (here batch 4 of 16 tokens: 64 tokens each)
+// instead of the whole validation split, and params.yaml records the override.
+TEST(CliTrain, EvalBatchesLimitsEachEvaluation) {
+  const std::string path = tiny_gpt_config("eval_batches", "");
+  const auto dir = std::filesystem::temp_directory_path() / "sparsetrain_test_cli_eval_batches";
+  for (int batches : {1, 3}) {
+    SCOPED_TRACE(batches);
+    std::filesystem::remove_all(dir);
+    const CliResult r = run_cli({"train_and_eval", "--params", path, "--model_dir", dir.string(), "--max_steps", "1",
+                                 "--eval_batches", std::to_string(batches)},
+                                kOneThread);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, fmt::format("({} tokens)", batches * 4 * 16))) << r.out;
+    std::ifstream saved(dir / "params.yaml");
+    const std::string params{std::istreambuf_iterator<char>(saved), {}};
+    EXPECT_TRUE(contains(params, fmt::format("--eval_batches {}", batches))) << params;
+  }
+  // The whole split is more than 3 batches, so the override is what limited it.
+  std::filesystem::remove_all(dir);
+  const CliResult whole =
+      run_cli({"train_and_eval", "--params", path, "--model_dir", dir.string(), "--max_steps", "1"}, kOneThread);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const auto at = whole.out.find("eval step 1: ");
+  ASSERT_NE(at, std::string::npos) << whole.out;
+  const auto open = whole.out.find('(', at);
+  EXPECT_GT(std::stoll(whole.out.substr(open + 1)), 3 * 4 * 16) << whole.out;
   std::filesystem::remove_all(dir);
 }
 

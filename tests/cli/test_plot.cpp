@@ -108,7 +108,8 @@ TEST_F(CliPlot, WritesEveryFigureOfOneRun) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string mask_file = fmt::format("mask_{}.svg", kFirstLayer);
   std::string expected_out;
-  for (const char* file : {"loss_vs_step.svg", "loss_vs_flops.svg", "sparsity_per_layer.svg", mask_file.c_str()})
+  for (const char* file :
+       {"loss_vs_step.svg", "loss_vs_flops.svg", "loss_vs_seconds.svg", "sparsity_per_layer.svg", mask_file.c_str()})
     expected_out += "wrote " + (out / file).string() + "\n";
   EXPECT_EQ(r.out, expected_out);
   EXPECT_EQ(r.err, "");
@@ -122,14 +123,15 @@ TEST_F(CliPlot, WritesEveryFigureOfOneRun) {
     EXPECT_TRUE(svg.ends_with("</svg>\n"));
     svgs.push_back(e.path().filename().string());
   }
-  EXPECT_EQ(svgs.size(), 4u);
+  EXPECT_EQ(svgs.size(), 5u);
 
-  // One polyline point per metrics row, on both x axes (every train row here has FLOPs > 0).
+  // One polyline point per metrics row, on every x axis (every train row here has FLOPs > 0 and a
+  // step time).
   const int train_rows = metric_rows(dir / "metrics.jsonl", "train");
   const int eval_rows = metric_rows(dir / "metrics.jsonl", "eval");
   EXPECT_EQ(train_rows, 10);  // 20 steps, a row every 2
   EXPECT_EQ(eval_rows, 2);
-  for (const char* file : {"loss_vs_step.svg", "loss_vs_flops.svg"}) {
+  for (const char* file : {"loss_vs_step.svg", "loss_vs_flops.svg", "loss_vs_seconds.svg"}) {
     SCOPED_TRACE(file);
     const std::string svg = slurp(out / file);
     EXPECT_EQ(polyline_points(svg, "sparse train"), train_rows);
@@ -214,8 +216,8 @@ TEST_F(CliPlot, ADirectoryWithoutCheckpointsGetsTheLossFiguresAndANote) {
   std::ofstream(dir / "metrics.jsonl") << metrics << R"({"step":22,"split":"tra)";
   const CliResult r = plot({"--model_dir", dir.string(), "--out", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "wrote " + (out / "loss_vs_step.svg").string() + "\nwrote " + (out / "loss_vs_flops.svg").string() + "\n");
+  EXPECT_EQ(r.out, "wrote " + (out / "loss_vs_step.svg").string() + "\nwrote " + (out / "loss_vs_flops.svg").string() +
+                       "\nwrote " + (out / "loss_vs_seconds.svg").string() + "\n");
   EXPECT_EQ(r.err,
             "sparsetrain: note: " + dir.string() + ": no complete checkpoint; no sparsity or mask figures for it\n");
   EXPECT_EQ(polyline_points(slurp(out / "loss_vs_step.svg"), "metrics_only train"),

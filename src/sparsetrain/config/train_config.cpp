@@ -643,6 +643,13 @@ void apply_run_overrides(TrainConfig& config, const RunOverrides& o) {
     root["model"]["init_from"] = "hf:" + config.init_from;
     given.push_back(fmt::format("--init_from {}", *o.init_from));
   }
+  if (o.eval_batches) {
+    config.eval_input.eval_batches = *o.eval_batches;
+    // Without an eval_input section evaluation reads train_input's data: the copy says so.
+    if (!root["eval_input"]) root["eval_input"] = YAML::Clone(root["train_input"]);
+    root["eval_input"]["eval_batches"] = *o.eval_batches;
+    given.push_back(fmt::format("--eval_batches {}", *o.eval_batches));
+  }
   if (given.empty()) return;
   YAML::Emitter out;
   out << root;

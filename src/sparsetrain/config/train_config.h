@@ -122,12 +122,14 @@ struct RunOverrides {
   std::optional<int> num_threads;
   std::optional<std::string> init_from;  // model.init_from, "hf:DIR" (DIR relative to the working directory)
   std::optional<Precision> precision;    // model.mixed_precision and model.fp16_type
+  std::optional<int64_t> eval_batches;   // eval_input.eval_batches
 };
 
-// Applies the overrides to config.run (config.model and init_from for --init_from, as if the YAML
-// had said so) and to config.text, so the copy in the model directory is the config the run really
-// used: the keys are replaced and a first comment line names the overrides (the YAML is re-emitted,
-// which drops the original comments). Without overrides the text stays exactly as written.
+// Applies the overrides to config.run (config.model and init_from for --init_from,
+// config.eval_input for --eval_batches, as if the YAML had said so) and to config.text, so the copy
+// in the model directory is the config the run really used: the keys are replaced and a first
+// comment line names the overrides (the YAML is re-emitted, which drops the original comments).
+// Without overrides the text stays exactly as written.
 void apply_run_overrides(TrainConfig& config, const RunOverrides& overrides);
 
 }  // namespace sparsetrain

@@ -1,5 +1,6 @@
 #include "sparsetrain/report/run_metrics.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "sparsetrain/core/error.h"
@@ -38,6 +39,7 @@ MetricRow parse_row(const json& row, const std::string& where, std::string& spli
   if (split != "train" && split != "eval") return r;
   r.loss = number_or_null(row, "loss", where, true);
   r.flops_actual = number_or_null(row, "flops_actual", where, false);
+  r.ms_per_step = number_or_null(row, "ms_per_step", where, false);
   return r;
 }
 
@@ -75,6 +77,23 @@ std::optional<double> flops_at_step(const std::vector<MetricRow>& train, int64_t
     if (r.flops_actual && r.step <= step && (best == nullptr || r.step >= best->step)) best = &r;
   if (best == nullptr) return std::nullopt;
   return best->flops_actual;
+}
+
+std::optional<double> seconds_at_step(const std::vector<MetricRow>& train, int64_t step) {
+  std::vector<const MetricRow*> sorted;
+  for (const MetricRow& r : train)
+    if (r.step <= step) sorted.push_back(&r);
+  if (sorted.empty()) return std::nullopt;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const MetricRow* a, const MetricRow* b) { return a->step < b->step; });
+  double seconds = 0.0;
+  int64_t previous = 0;
+  for (const MetricRow* r : sorted) {
+    if (!r->ms_per_step) return std::nullopt;
+    seconds += *r->ms_per_step * static_cast<double>(r->step - previous) / 1000.0;
+    previous = r->step;
+  }
+  return seconds;
 }
 
 }  // namespace sparsetrain

@@ -919,6 +919,30 @@ TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
   EXPECT_EQ(back.sparsity.groups[0].algorithm, "set");
 }
 
+TEST(TrainConfig, EvalBatchesOverrideReachesTheEvaluationData) {
+  const std::string train = "model: {name: gpt}\ntrain_input: {data: brown, batch_size: 3, validation_fraction: 0.2}\n";
+  const std::string rest = "optimizer: {learning_rate: 0.1}\nrunconfig: {max_steps: 5}\n";
+  for (const std::string& eval :
+       {std::string("eval_input: {data: brown, batch_size: 6, validation_fraction: 0.2, eval_batches: 40}\n"),
+        std::string()}) {
+    SCOPED_TRACE(eval.empty() ? "no eval_input: evaluation reads train_input's data" : "eval_input");
+    TrainConfig c = load_train_config_yaml(train + eval + rest, "e.yaml");
+    EXPECT_EQ(c.eval_input.eval_batches, eval.empty() ? 0 : 40);
+    RunOverrides two;
+    two.eval_batches = 2;
+    apply_run_overrides(c, two);
+    EXPECT_EQ(c.eval_input.eval_batches, 2);
+    EXPECT_THAT(c.text, HasSubstr("e.yaml with the command-line overrides --eval_batches 2"));
+    // The recorded config reads back as the run that was made: the same evaluation data, 2 batches.
+    const TrainConfig back = load_train_config_yaml(c.text, "params.yaml");
+    EXPECT_EQ(back.eval_input.eval_batches, 2);
+    EXPECT_EQ(back.eval_input.batch_size, eval.empty() ? 3 : 6);
+    EXPECT_EQ(back.eval_input.validation_fraction, 0.2);
+    EXPECT_EQ(back.train_input.eval_batches, 0);
+    EXPECT_EQ(back.run.max_steps, 5);
+  }
+}
+
 TEST(TrainConfig, NumericFaultKeysAreChecked) {
   const std::string head = "model: {name: mlp}\ntrain_input: {data: fashion_mnist}\noptimizer: {learning_rate: 0.1}\n";
   const TrainConfig c = load_train_config_yaml(
