@@ -883,11 +883,15 @@ TEST(TrainConfig, MixedPrecisionKeysFollowTheModelZoo) {
 
   // --precision writes the keys into the recorded config, and fp32 removes them.
   TrainConfig c = load_train_config_yaml("model: {name: gpt}\n" + rest, "mp.yaml");
-  apply_run_overrides(c, {std::nullopt, std::nullopt, std::nullopt, std::nullopt, Precision::Bf16});
+  RunOverrides bf16;
+  bf16.precision = Precision::Bf16;
+  apply_run_overrides(c, bf16);
   EXPECT_EQ(c.precision, Precision::Bf16);
   EXPECT_THAT(c.text, HasSubstr("--precision bf16"));
   EXPECT_EQ(load_train_config_yaml(c.text, "params.yaml").precision, Precision::Bf16);
-  apply_run_overrides(c, {std::nullopt, std::nullopt, std::nullopt, std::nullopt, Precision::Fp32});
+  RunOverrides fp32;
+  fp32.precision = Precision::Fp32;
+  apply_run_overrides(c, fp32);
   EXPECT_EQ(load_train_config_yaml(c.text, "params.yaml").precision, Precision::Fp32);
 }
 
@@ -901,7 +905,11 @@ TEST(TrainConfig, OverridesAreRecordedInTheConfigText) {
   EXPECT_EQ(unchanged.text, yaml);  // nothing overridden: the file as written, comments included
 
   TrainConfig c = load_train_config_yaml(yaml, "as_given.yaml");
-  apply_run_overrides(c, {int64_t{12}, uint64_t{9}, 1, std::nullopt, std::nullopt});
+  RunOverrides given;
+  given.max_steps = 12;
+  given.seed = 9;
+  given.num_threads = 1;
+  apply_run_overrides(c, given);
   EXPECT_EQ(c.run.max_steps, 12);
   EXPECT_EQ(c.run.num_epochs, 0);
   EXPECT_EQ(c.run.seed, 9u);
