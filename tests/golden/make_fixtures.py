@@ -119,6 +119,21 @@ class Draw:
         return groups.view(shape)
 
 
+def parameter_makers(draw, params, width):
+    """norm(name) and linear(name, inputs, outputs), each drawing its tensors into `params` in
+    order: LayerNorm gains around 1 and biases [width]; linear weights [out x in] and biases."""
+
+    def norm(name):
+        params[f"{name}.weight"] = draw.normal((width,), 0.2, mean=1.0)
+        params[f"{name}.bias"] = draw.normal((width,), 0.2)
+
+    def linear(name, inputs, outputs):
+        params[f"{name}.weight"] = draw.normal((outputs, inputs), 0.3)
+        params[f"{name}.bias"] = draw.normal((outputs,), 0.2)
+
+    return norm, linear
+
+
 # --- GPT-2 -------------------------------------------------------------------------------
 
 GPT = {
@@ -136,14 +151,7 @@ def gpt_parameters(draw, cfg):
     """Every parameter in sparsetrain's (= Hugging Face's) order; linear weights [out x in]."""
     v, p, c = cfg["vocab_size"], cfg["n_positions"], cfg["n_embd"]
     params = {"transformer.wte.weight": draw.normal((v, c), 0.3), "transformer.wpe.weight": draw.normal((p, c), 0.3)}
-
-    def norm(name):
-        params[f"{name}.weight"] = draw.normal((c,), 0.2, mean=1.0)
-        params[f"{name}.bias"] = draw.normal((c,), 0.2)
-
-    def linear(name, inputs, outputs):
-        params[f"{name}.weight"] = draw.normal((outputs, inputs), 0.3)
-        params[f"{name}.bias"] = draw.normal((outputs,), 0.2)
+    norm, linear = parameter_makers(draw, params, c)
 
     for layer in range(cfg["n_layer"]):
         h = f"transformer.h.{layer}"
@@ -238,14 +246,7 @@ def bert_parameters(draw, cfg):
     """Every parameter in sparsetrain's (= torch's state_dict) order; linear weights [out x in]."""
     v, c, i = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
     params = {}
-
-    def norm(name):
-        params[f"{name}.weight"] = draw.normal((c,), 0.2, mean=1.0)
-        params[f"{name}.bias"] = draw.normal((c,), 0.2)
-
-    def linear(name, inputs, outputs):
-        params[f"{name}.weight"] = draw.normal((outputs, inputs), 0.3)
-        params[f"{name}.bias"] = draw.normal((outputs,), 0.2)
+    norm, linear = parameter_makers(draw, params, c)
 
     e = "bert.embeddings"
     params[f"{e}.word_embeddings.weight"] = draw.normal((v, c), 0.5)

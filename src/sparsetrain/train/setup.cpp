@@ -23,27 +23,32 @@
 
 namespace sparsetrain {
 
+namespace {
+
+// A language model's vocabulary: the config's vocab_size, or `vocab` (the ids the data uses) when
+// it gives none; one smaller than `vocab` is an Error at the key. `what` names those ids.
+int64_t model_vocab(const TrainConfig& config, int64_t given, int64_t vocab, const std::string& what) {
+  if (!config.model_sets_vocab) return vocab;
+  if (given < vocab)
+    fail("{}: {} is smaller than the {} {}; give at least {}, or leave vocab_size out to take them",
+         config.vocab_size_at.empty() ? config.file + ": model.vocab_size" : config.vocab_size_at, given, vocab, what,
+         vocab);
+  return given;
+}
+
+}  // namespace
+
 std::unique_ptr<Model> build_model(const TrainConfig& config, int64_t vocab) {
+  const std::string& tokenizer = config.train_input.tokenizer;
   if (const auto* gpt = std::get_if<GptConfig>(&config.model)) {
     GptConfig c = *gpt;
-    if (!config.model_sets_vocab) c.vocab_size = vocab;
-    if (c.vocab_size < vocab)
-      fail(
-          "{}: {} is smaller than the {} tokenizer's {} ids; give at least {}, or leave vocab_size out to take the "
-          "tokenizer's",
-          config.vocab_size_at.empty() ? config.file + ": model.vocab_size" : config.vocab_size_at, c.vocab_size,
-          config.train_input.tokenizer, vocab, vocab);
+    c.vocab_size = model_vocab(config, c.vocab_size, vocab, fmt::format("ids of the {} tokenizer", tokenizer));
     return std::make_unique<Gpt>(c);
   }
   if (const auto* bert = std::get_if<BertConfig>(&config.model)) {
     BertConfig c = *bert;
-    if (!config.model_sets_vocab) c.vocab_size = vocab;
-    if (c.vocab_size < vocab)
-      fail(
-          "{}: {} is smaller than the {} ids of the {} tokenizer with BERT's special tokens; give at least {}, or "
-          "leave vocab_size out to take them",
-          config.vocab_size_at.empty() ? config.file + ": model.vocab_size" : config.vocab_size_at, c.vocab_size, vocab,
-          config.train_input.tokenizer, vocab);
+    c.vocab_size = model_vocab(config, c.vocab_size, vocab,
+                               fmt::format("ids of the {} tokenizer with BERT's special tokens", tokenizer));
     // What the FLOP count assumes per row: Google's num_to_predict for a full row.
     const InputConfig& in = config.train_input;
     const int64_t seq = in.sequence_length > 0 ? in.sequence_length : c.max_positions;

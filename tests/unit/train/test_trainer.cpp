@@ -1259,8 +1259,8 @@ TEST_F(TrainerTest, WhatOnlyTheModelCanRefuseIsLocatedAtItsKeyWithASuggestion) {
   std::string small_vocab = config("", 4);
   small_vocab.replace(small_vocab.find("n_embd: 16"), 10, "n_embd: 16, vocab_size: 100");
   EXPECT_EQ(setup_error(small_vocab),
-            "test.yaml:1:84: model.vocab_size: 100 is smaller than the byte tokenizer's 257 ids; give at least 257, or "
-            "leave vocab_size out to take the tokenizer's");
+            "test.yaml:1:84: model.vocab_size: 100 is smaller than the 257 ids of the byte tokenizer; give at least "
+            "257, or leave vocab_size out to take them");
 }
 
 TEST_F(TrainerTest, ATrainingSectionOrItsMisspellingMakesAFileAWholeConfigElseASparsitySection) {
