@@ -182,7 +182,7 @@ int32_t write_mlm_row(const MlmDocuments& documents, const MlmInstance& instance
   if (options.next_sentence) segment(instance.b_begin, instance.b_end, 1);
   std::fill(out.ids.begin() + length, out.ids.end(), special.pad);
   std::fill(out.token_types.begin() + length, out.token_types.end(), 0);
-  std::fill(out.targets.begin(), out.targets.end(), kNoPrediction);
+  std::fill(out.targets.begin(), out.targets.end(), kIgnoreTarget);
 
   // nearbyint rounds half to even under the default rounding mode, as Python's round does.
   const auto wanted = static_cast<int64_t>(std::nearbyint(static_cast<double>(length) * options.masked_lm_prob));

@@ -10,15 +10,12 @@
 #include <span>
 #include <vector>
 
+#include "sparsetrain/core/ignore_target.h"
 #include "sparsetrain/core/philox.h"
 #include "sparsetrain/data/text_corpus.h"
 #include "sparsetrain/text/tokenizer.h"
 
 namespace sparsetrain {
-
-// The target of a position that makes no prediction: Batch's kIgnoreTarget (models/model.h),
-// torch's ignore_index, restated because data/ comes before models/.
-inline constexpr int32_t kNoPrediction = -100;
 
 // Sequences shorter than this leave no room for two sentences between [CLS], [SEP] and [SEP].
 inline constexpr int64_t kMinMlmSequence = 8;
@@ -85,7 +82,7 @@ struct MlmRow {
 // Writes `instance` as one row and returns its length (tokens before the padding):
 //   ids          [CLS] A [SEP] B [SEP] [PAD]...  ([CLS] A [SEP] [PAD]... without next-sentence pairs)
 //   token_types  0 for [CLS] A [SEP], 1 for B [SEP], 0 for the padding
-//   targets      the original id where a prediction is asked, kNoPrediction elsewhere
+//   targets      the original id where a prediction is asked, kIgnoreTarget elsewhere
 // Masking (Google's create_masked_lm_predictions without whole-word masking): of the positions
 // other than [CLS], [SEP] and padding, min(max_predictions, max(1, round(length * masked_lm_prob)))
 // distinct ones are drawn (round half to even, as Python's round); each becomes [MASK] with chance

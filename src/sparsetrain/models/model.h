@@ -9,15 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "sparsetrain/core/ignore_target.h"
 #include "sparsetrain/core/precision.h"
 #include "sparsetrain/core/tensor.h"
 #include "sparsetrain/nn/module.h"
 #include "sparsetrain/ops/loss.h"
 
 namespace sparsetrain {
-
-// torch's ignore_index: a target position that makes no prediction (a BERT token not masked).
-inline constexpr int32_t kIgnoreTarget = -100;
 
 // One batch: token sequences for a language model, or feature rows for a classifier.
 struct Batch {

@@ -20,8 +20,6 @@ namespace sparsetrain {
 
 namespace {
 
-static_assert(kNoPrediction == kIgnoreTarget, "data/mlm_examples.h restates models/model.h's kIgnoreTarget");
-
 MlmOptions mlm_options(const InputConfig& in, int64_t seq, bool next_sentence) {
   return {seq, next_sentence, in.short_seq_prob, in.max_predictions_per_seq, in.masked_lm_prob};
 }

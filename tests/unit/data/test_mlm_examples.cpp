@@ -59,7 +59,7 @@ Row write_row(const MlmDocuments& docs, const MlmInstance& in, const MlmOptions&
   r.length = write_mlm_row(docs, in, special, o, rng, key, {r.ids, r.types, r.targets});
   r.original = r.ids;
   for (std::size_t p = 0; p < seq; ++p)
-    if (r.targets[p] != kNoPrediction) r.original[p] = r.targets[p];
+    if (r.targets[p] != kIgnoreTarget) r.original[p] = r.targets[p];
   return r;
 }
 
@@ -321,9 +321,9 @@ TEST(MlmRows, Layout) {
       EXPECT_EQ(r.types[p], p >= b_at && p < r.length ? 1 : 0) << "row " << i << " position " << p;
       const bool special_position = p == 0 || p == b_at - 1 || p >= r.length - 1;
       if (special_position) {
-        EXPECT_EQ(r.targets[p], kNoPrediction) << "row " << i << " position " << p;
+        EXPECT_EQ(r.targets[p], kIgnoreTarget) << "row " << i << " position " << p;
       }
-      if (r.targets[p] == kNoPrediction) {
+      if (r.targets[p] == kIgnoreTarget) {
         EXPECT_EQ(r.ids[p], want[p]);
       }
     }
@@ -345,7 +345,7 @@ TEST(MlmRows, MaskingStatistics) {
         const Row r = write_row(docs, instances[i], o, rng, pass * instances.size() + i, special);
         int64_t row_predictions = 0;
         for (int32_t p = 0; p < o.seq; ++p) {
-          if (r.targets[p] == kNoPrediction) continue;
+          if (r.targets[p] == kIgnoreTarget) continue;
           ++row_predictions;
           if (r.ids[p] == special.mask) {
             ++masked;
@@ -387,7 +387,7 @@ TEST(MlmRows, MaskedPositionsAreUniform) {
   for (int i = 0; i < rows; ++i) {
     const Row r = write_row(docs, in, o, Philox(4, "test.mask"), static_cast<uint64_t>(i), special);
     ASSERT_EQ(r.length, o.seq);
-    for (int32_t p = 0; p < o.seq; ++p) chosen[p] += r.targets[p] != kNoPrediction;
+    for (int32_t p = 0; p < o.seq; ++p) chosen[p] += r.targets[p] != kIgnoreTarget;
   }
   const double p = 5.0 / 32;  // round(35 * 0.15) = 5 of the 32 maskable positions
   const int a_sep = static_cast<int>(in.a_end - in.a_begin) + 1;
