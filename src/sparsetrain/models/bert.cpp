@@ -222,13 +222,28 @@ void Bert::resize(int64_t rows, int64_t seq) {
     for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->assign(n, 0.0f);
     a.probs.assign(static_cast<std::size_t>(shape_.probs_size()), 0.0f);
   }
-  for (Matrix* m : {&dres_, &g_a_, &g_b_, &g_c_, &g_d_, &g_e_}) *m = Matrix(bt, c);
+  for (Matrix* m : {&dres_, &g_a_, &g_b_, &g_c_, &g_d_}) *m = Matrix(bt, c);
   g_i_ = Matrix(bt, inter);
   g_3c_ = Matrix(bt, 3 * c);
   for (Matrix* m : {&cls_, &pooled_pre_, &pooled_, &dpooled_, &dcls_}) *m = Matrix(rows, c);
   nsp_logits_ = Matrix(rows, 2);
   positions_.resize(n);
   for (int64_t i = 0; i < bt; ++i) positions_[static_cast<std::size_t>(i)] = static_cast<int32_t>(i % seq);
+}
+
+// Hidden dropout of a training forward on m in place, its keep mask into `keep`; nothing when off.
+void Bert::drop_hidden(const Philox& rng, int64_t first_token, MatrixView m, std::vector<uint8_t>& keep) const {
+  if (dropout_ == 0.0f) return;
+  keep.resize(static_cast<std::size_t>(m.rows * m.cols));
+  dropout_forward(dropout_, rng, m, m, keep.data(), /*inverted=*/true, first_token);
+}
+
+// The gradient before a drop_hidden: dy through its mask into `out` (which may be dy); dy itself
+// when dropout is off.
+ConstMatrixView Bert::undrop_hidden(const std::vector<uint8_t>& keep, ConstMatrixView dy, MatrixView out) const {
+  if (dropout_ == 0.0f) return dy;
+  dropout_backward(dropout_, keep.data(), dy, out);
+  return out;
 }
 
 // One post-LayerNorm encoder layer, hidden_[l] -> hidden_[l + 1]:
@@ -247,22 +262,16 @@ void Bert::forward_layer(std::size_t l, uint64_t seed, int64_t step, int64_t fir
   shape_.rng = &attention_rngs_[l];
   attention_forward(shape_, a.qkv, a.att, a.probs.data());  // [BT x C]
   y.attention.output.dense.forward(a.att, g_a_);
-  if (dropout_ > 0.0f) {
-    a.keep1.resize(static_cast<std::size_t>(g_a_.size()));
-    dropout_forward(dropout_, Philox(seed, fmt::format("bert.dropout.{}.attention", l), static_cast<uint64_t>(step)),
-                    g_a_, g_a_, a.keep1.data(), true, first_token);
-  }
+  drop_hidden(Philox(seed, fmt::format("bert.dropout.{}.attention", l), static_cast<uint64_t>(step)), first_token, g_a_,
+              a.keep1);
   add(x, g_a_, a.sum1);
   LayerNorm& n1 = y.attention.output.norm;
   layer_norm_forward(a.sum1, n1.weight.values().data(), n1.bias.values().data(), n1.eps, a.h1, a.ln1_mean.data(),
                      a.ln1_rstd.data());
   y.intermediate.dense.forward(a.h1, a.inter);                          // [BT x I]
   y.output.dense.forward_activated(config_.act, a.inter, a.act, g_a_);  // output.dense(act(inter))
-  if (dropout_ > 0.0f) {
-    a.keep2.resize(static_cast<std::size_t>(g_a_.size()));
-    dropout_forward(dropout_, Philox(seed, fmt::format("bert.dropout.{}.output", l), static_cast<uint64_t>(step)), g_a_,
-                    g_a_, a.keep2.data(), true, first_token);
-  }
+  drop_hidden(Philox(seed, fmt::format("bert.dropout.{}.output", l), static_cast<uint64_t>(step)), first_token, g_a_,
+              a.keep2);
   add(a.h1, g_a_, a.sum2);
   LayerNorm& n2 = y.output.norm;
   layer_norm_forward(a.sum2, n2.weight.values().data(), n2.bias.values().data(), n2.eps, hidden_[l + 1],
@@ -291,11 +300,7 @@ LossResult Bert::forward(const Batch& batch, bool training, uint64_t seed, int64
   embedding_forward(e.token_type_embeddings.weight.dense(), token_types_, emb_sum_, /*accumulate=*/true);
   layer_norm_forward(emb_sum_, e.norm.weight.values().data(), e.norm.bias.values().data(), e.norm.eps, hidden_[0],
                      emb_mean_.data(), emb_rstd_.data());
-  if (dropout_ > 0.0f) {
-    emb_keep_.resize(static_cast<std::size_t>(hidden_[0].size()));
-    dropout_forward(dropout_, Philox(seed, "bert.dropout.embeddings", static_cast<uint64_t>(step)), hidden_[0],
-                    hidden_[0], emb_keep_.data(), true, first_token);
-  }
+  drop_hidden(Philox(seed, "bert.dropout.embeddings", static_cast<uint64_t>(step)), first_token, hidden_[0], emb_keep_);
   for (std::size_t l = 0; l < layers_.size(); ++l) forward_layer(l, seed, step, first_token);
   const LossResult result = forward_heads(batch, training);
   ready_for_backward_ = training;
@@ -397,12 +402,7 @@ void Bert::backward_layer(std::size_t l) {
   zero(g_a_);
   layer_norm_backward(dres_, a.sum2, n2.weight.values().data(), a.ln2_mean.data(), a.ln2_rstd.data(), g_a_,
                       n2.weight.grad().data(), n2.bias.grad().data());
-  MatrixView dout = g_a_;
-  if (dropout_ > 0.0f) {
-    dropout_backward(dropout_, a.keep2.data(), g_a_, g_b_);
-    dout = g_b_;
-  }
-  y.output.dense.backward(dout, g_i_);                                             // dact [BT x I]
+  y.output.dense.backward(undrop_hidden(a.keep2, g_a_, g_b_), g_i_);               // dact [BT x I]
   y.intermediate.dense.backward_through(config_.act, a.inter, a.act, g_i_, g_c_);  // [BT x C]
   add_into(g_c_, g_a_);                                                            // g_a = dh1
   // h1 = LN(sum1): g_d = dsum1, which is dx's first part and d(dropped attention output).
@@ -410,12 +410,7 @@ void Bert::backward_layer(std::size_t l) {
   zero(g_d_);
   layer_norm_backward(g_a_, a.sum1, n1.weight.values().data(), a.ln1_mean.data(), a.ln1_rstd.data(), g_d_,
                       n1.weight.grad().data(), n1.bias.grad().data());
-  MatrixView datt_out = g_d_;
-  if (dropout_ > 0.0f) {
-    dropout_backward(dropout_, a.keep1.data(), g_d_, g_b_);
-    datt_out = g_b_;
-  }
-  y.attention.output.dense.backward(datt_out, g_c_);  // datt [BT x C]
+  y.attention.output.dense.backward(undrop_hidden(a.keep1, g_d_, g_b_), g_c_);  // datt [BT x C]
   shape_.rng = &attention_rngs_[l];
   attention_backward(shape_, g_c_, a.qkv, a.probs.data(), g_3c_);
   copy(g_d_, dres_);
@@ -435,7 +430,7 @@ void Bert::backward() {
   for (std::size_t l = layers_.size(); l-- > 0;) backward_layer(l);
   // Embeddings: dropout, LayerNorm, then the three lookups.
   Embeddings& e = *embeddings_;
-  if (dropout_ > 0.0f) dropout_backward(dropout_, emb_keep_.data(), dres_, dres_);
+  undrop_hidden(emb_keep_, dres_, dres_);
   zero(g_a_);
   layer_norm_backward(dres_, emb_sum_, e.norm.weight.values().data(), emb_mean_.data(), emb_rstd_.data(), g_a_,
                       e.norm.weight.grad().data(), e.norm.bias.grad().data());

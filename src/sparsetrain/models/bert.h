@@ -124,6 +124,8 @@ class Bert : public Model {
   };
   void resize(int64_t rows, int64_t seq);
   void check_batch(const Batch& batch) const;
+  void drop_hidden(const Philox& rng, int64_t first_token, MatrixView m, std::vector<uint8_t>& keep) const;
+  ConstMatrixView undrop_hidden(const std::vector<uint8_t>& keep, ConstMatrixView dy, MatrixView out) const;
   void forward_layer(std::size_t l, uint64_t seed, int64_t step, int64_t first_token);
   void backward_layer(std::size_t l);  // dres_: the gradient of layer l's output in, of its input out
   LossResult forward_heads(const Batch& batch, bool training);
@@ -155,7 +157,7 @@ class Bert : public Model {
   // Next-sentence head: [CLS] rows, pooled, logits.
   Matrix cls_, pooled_pre_, pooled_, nsp_logits_;  // [B x C] x 3, [B x 2]
   std::vector<int32_t> nsp_labels_, cls_rows_;
-  Matrix dres_, g_a_, g_b_, g_c_, g_d_, g_e_, g_i_, g_3c_;  // backward: [BT x C] x 6, [BT x I], [BT x 3C]
+  Matrix dres_, g_a_, g_b_, g_c_, g_d_, g_i_, g_3c_;        // backward: [BT x C] x 5, [BT x I], [BT x 3C]
   Matrix dhead_, dhead_in_, dpooled_, dcls_;                // [M x C] x 2, [B x C] x 2
   float dropout_ = 0.0f;  // the hidden dropout of the last forward (0 outside training)
   std::vector<Philox> attention_rngs_;  // per layer: the attention dropout's stream of the last forward
