@@ -98,9 +98,12 @@ uint64_t dropout_base(const AttentionShape& s, int64_t b, int64_t h) {
   return static_cast<uint64_t>(((s.first_row + b) * s.heads + h) * s.seq * s.seq);
 }
 
-// out = att with each seen entry kept (scaled by 1 / (1 - dropout)) or dropped, as AttentionShape
-// defines; unseen entries stay zero as in att.
-void drop_probs(const AttentionShape& s, int64_t b, int64_t h, const AttentionMask& m, const float* att, float* out) {
+// dropped = att with each seen entry kept (scaled by 1 / (1 - dropout)) or dropped, as
+// AttentionShape defines; unseen entries stay zero as in att. With ds (the backward pass), the same
+// keeps also carry dP' into dP = dP' * keep / (1 - dropout) on the seen entries of its rows
+// (stride lds), each drawn once for both.
+void apply_dropout(const AttentionShape& s, int64_t b, int64_t h, const AttentionMask& m, const float* att,
+                   float* dropped, float* ds = nullptr, int64_t lds = 0) {
   const int64_t T = s.seq;
   const float scale = 1.0f / (1.0f - s.dropout);
   const uint64_t base = dropout_base(s, b, h);
@@ -108,22 +111,12 @@ void drop_probs(const AttentionShape& s, int64_t b, int64_t h, const AttentionMa
     const int64_t end = m.end(t);
     for (int64_t j = 0; j < end; ++j) {
       const auto i = static_cast<uint64_t>(t * T + j);
-      out[i] = s.rng->uniform(base + i) >= s.dropout ? att[i] * scale : 0.0f;
+      const bool keep = s.rng->uniform(base + i) >= s.dropout;  // a dropped entry is 0 even if NaN
+      dropped[i] = keep ? att[i] * scale : 0.0f;
+      if (ds != nullptr) ds[t * lds + j] = keep ? ds[t * lds + j] * scale : 0.0f;
     }
-    std::fill(out + t * T + end, out + (t + 1) * T, 0.0f);
+    std::fill(dropped + t * T + end, dropped + (t + 1) * T, 0.0f);
   }
-}
-
-// dP = dP' * keep / (1 - dropout) on the seen entries of the score rows (stride lds).
-void drop_grads(const AttentionShape& s, int64_t b, int64_t h, const AttentionMask& m, float* ds, int64_t lds) {
-  const int64_t T = s.seq;
-  const float scale = 1.0f / (1.0f - s.dropout);
-  const uint64_t base = dropout_base(s, b, h);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < m.end(t); ++j) {
-      float& g = ds[t * lds + j];
-      g = s.rng->uniform(base + static_cast<uint64_t>(t * T + j)) >= s.dropout ? g * scale : 0.0f;
-    }
 }
 
 void check_dropout(const char* op, const AttentionShape& s) {
@@ -165,7 +158,7 @@ void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView 
       const float* used = att;
       if (s.dropout > 0.0f) {
         float* dropped = dropped_scratch(T);
-        drop_probs(s, b, h, m, att, dropped);
+        apply_dropout(s, b, h, m, att, dropped);
         used = dropped;
       }
       kernel.rows(T, D, m, 1.0f, used, T, v, qkv.ld, out.row(b * T) + h * D, out.ld);
@@ -209,18 +202,17 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
 
       // dP = dout v^T, over the seen keys (the other entries are not used), through the dropout
       kernel.scores(T, D, m, 1.0f, dy, dout.ld, v, qkv.ld, ds, lds);
-      if (s.dropout > 0.0f) drop_grads(s, b, h, m, ds, lds);
+      const float* used = att;  // the probabilities the forward pass multiplied v by
+      if (s.dropout > 0.0f) {
+        float* dropped = dropped_scratch(T);
+        apply_dropout(s, b, h, m, att, dropped, ds, lds);
+        used = dropped;
+      }
       for (int64_t t = 0; t < T; ++t) masked_softmax_backward_row(att + t * T, ds + t * lds, m.end(t), T);
 
       kernel.rows(T, D, m, scale, ds, lds, k, qkv.ld, dq, dqkv.ld);
       kernel.cols(T, D, m, scale, ds, lds, q, qkv.ld, dk, dqkv.ld);
-      // dv = att'^T dout, att' the probabilities the forward pass multiplied v by
-      const float* used = att;
-      if (s.dropout > 0.0f) {
-        float* dropped = dropped_scratch(T);
-        drop_probs(s, b, h, m, att, dropped);
-        used = dropped;
-      }
+      // dv = att'^T dout
       kernel.cols(T, D, m, 1.0f, used, T, dy, dout.ld, dv, dqkv.ld);
     }
   });
