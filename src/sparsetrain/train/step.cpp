@@ -76,10 +76,11 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
   }
   StepResult r;
   // The global batch's rows and predictions: a data-parallel rank holds only its share of them.
-  std::array<double, 2> global = {static_cast<double>(batch.rows), static_cast<double>(batch.predictions())};
+  const auto mine = static_cast<double>(batch.predictions());  // counted once: a BERT's are counted, not rows x seq
+  std::array<double, 2> global = {static_cast<double>(batch.rows), mine};
   if (s.reducer) {
     s.comm().sum(global);
-    s.reducer->begin(static_cast<double>(batch.predictions()) / global[1]);
+    s.reducer->begin(mine / global[1]);
   }
   r.predictions = static_cast<int64_t>(global[1]);
   r.tokens = static_cast<int64_t>(global[0]) * batch.seq;
@@ -89,7 +90,7 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
   if (s.reducer) {
     s.reducer->finish();
     r.reduce = s.reducer->stats();
-    std::array<double, 1> loss_sum = {r.loss * static_cast<double>(batch.predictions())};
+    std::array<double, 1> loss_sum = {r.loss * mine};
     s.comm().sum(loss_sum);
     r.loss = loss_sum[0] / global[1];
   }
