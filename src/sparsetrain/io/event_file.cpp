@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -67,15 +68,46 @@ void EventFileWriter::write(int64_t step, const Scalars& scalars) {
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (file_ == nullptr) {
     create_output_directory(dir_, "the event file directory");
-    const std::string stem = fmt::format("{}{}.{}.{}", kPrefix, static_cast<int64_t>(now), host_name(), ::getpid());
-    for (int n = 0; file_ == nullptr; ++n) {
-      path_ = (fs::path(dir_) / fmt::format("{}.{}", stem, n)).string();
-      file_ = std::fopen(path_.c_str(), "wbx");  // x: never another file of the same name
-      if (file_ == nullptr && errno != EEXIST) fail("{}: cannot create: {}", path_, std::strerror(errno));
-    }
+    open_new_file(static_cast<int64_t>(now));
     append(file_version_event(now));
   }
   append(scalars_event(now, step, scalars));
+}
+
+// TensorBoard, like every reader here, takes a directory's event files in the order of their
+// names, so a new file's name must sort after the earlier runs' files. The Unix seconds in it do
+// not ensure that on their own: a run resumed within the second its killed predecessor started
+// has the same seconds, and its pid may sort lower as text (10000 < 9999) or be smaller (pids
+// wrap). Then the seconds are taken one past the newest file's.
+void EventFileWriter::open_new_file(int64_t seconds) {
+  std::string newest;
+  int64_t newest_seconds = -1;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(kPrefix)) continue;
+    const char* first = name.data() + std::strlen(kPrefix);
+    int64_t s = 0;
+    const auto [end, error] = std::from_chars(first, name.data() + name.size(), s);
+    // Only names of this form can be sorted after by choosing the seconds.
+    if (error != std::errc() || end == first || *end != '.' || name <= newest) continue;
+    newest = name;
+    newest_seconds = s;
+  }
+  const std::string host = host_name();
+  for (;;) {
+    const std::string stem = fmt::format("{}{}.{}.{}", kPrefix, seconds, host, ::getpid());
+    int n = 0;
+    while (fs::exists(fs::path(dir_) / fmt::format("{}.{}", stem, n))) ++n;
+    const std::string name = fmt::format("{}.{}", stem, n);
+    if (name <= newest) {
+      seconds = std::max(seconds, newest_seconds) + 1;
+      continue;
+    }
+    path_ = (fs::path(dir_) / name).string();
+    file_ = std::fopen(path_.c_str(), "wbx");  // x: never another file of the same name
+    if (file_ != nullptr) return;
+    if (errno != EEXIST) fail("{}: cannot create: {}", path_, std::strerror(errno));
+  }
 }
 
 void EventFileWriter::append(const std::string& event) {

@@ -20,7 +20,8 @@ std::string scalars_event(double wall_time, int64_t step, const Scalars& scalars
 class EventFileWriter {
  public:
   // The file is created at the first write, with `dir` if need be:
-  // dir/events.out.tfevents.<Unix seconds>.<host>.<pid>.<n>, n the first number not taken.
+  // dir/events.out.tfevents.<Unix seconds>.<host>.<pid>.<n>, n the first number not taken, and
+  // the seconds raised where need be so that the name sorts after every event file of `dir`.
   explicit EventFileWriter(std::string dir);
   ~EventFileWriter();
   EventFileWriter(const EventFileWriter&) = delete;
@@ -30,6 +31,7 @@ class EventFileWriter {
   void write(int64_t step, const Scalars& scalars);
 
  private:
+  void open_new_file(int64_t seconds);
   void append(const std::string& event);
 
   std::string dir_, path_;

@@ -1,15 +1,18 @@
 // TensorBoard event files: CRC-32C against published vectors, TFRecord frames against golden
 // records, the writer's files read back by an independent decoder (protoc --decode_raw), and
 // the cut a resumed run makes, on whole, cut-short and damaged records.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
-#include "sparsetrain/core/read_file.h"
 #include "event_file_decoder.h"
+#include "sparsetrain/core/read_file.h"
 #include "sparsetrain/io/crc32c.h"
 #include "sparsetrain/io/event_file.h"
 #include "sparsetrain/io/tfrecord.h"
@@ -98,12 +101,12 @@ TEST(EventFileWriter, WritesAVersionRecordThenOneEventPerStepThatProtocDecodes) 
     w.write(10, {{"loss", 2.5f}, {"sparsity", 0.0f}, {"lr.0", 3e-3f}});
     w.write(20, {{"loss", 1.25f}, {"sparsity", 0.9f}, {"lr.0", 1e-3f}});
   }
-  EventFileWriter second(dir.string());  // the same second, host and process: the next number
+  EventFileWriter second(dir.string());  // the same process: a file of its own, sorting after
   second.write(30, {{"loss", 1.0f}});
   const std::vector<fs::path> files = testing::event_files(dir);
   ASSERT_EQ(files.size(), 2u);
   EXPECT_TRUE(files[0].filename().string().ends_with(".0"));
-  EXPECT_TRUE(files[1].filename().string().ends_with(".1"));
+  EXPECT_EQ(testing::decode_event_file(files[1]).back().step, 30);
 
   const std::vector<testing::DecodedEvent> events = testing::decode_event_file(files[0]);
   ASSERT_EQ(events.size(), 3u);
@@ -115,6 +118,42 @@ TEST(EventFileWriter, WritesAVersionRecordThenOneEventPerStepThatProtocDecodes) 
   EXPECT_EQ(events[2].step, 20);
   EXPECT_EQ(events[2].values[1], (std::pair<std::string, float>{"sparsity", 0.9f}));
   EXPECT_GE(events[2].wall_time, events[1].wall_time);
+}
+
+// Readers take a directory's event files in name order. A resumed run's file must come after
+// the files of the runs before it even where its Unix seconds and pid alone would sort it first:
+// a predecessor started in the same second by a pid that sorts higher as text (99999 > 100000),
+// or a clock that went back.
+TEST(EventFileWriter, ANewFileSortsAfterEveryEarlierFile) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "train";
+  EventFileWriter(dir.string()).write(1, {{"loss", 1.0f}});
+  const fs::path first = testing::event_files(dir).at(0);
+  // events.out.tfevents.<seconds>.<host>.<pid>.0
+  const std::string name = first.filename().string();
+  const std::size_t seconds_at = std::strlen("events.out.tfevents.");
+  const std::size_t seconds_end = name.find('.', seconds_at);
+  const int64_t seconds = std::stoll(name.substr(seconds_at, seconds_end - seconds_at));
+  const std::string host = name.substr(seconds_end + 1, name.find('.', seconds_end + 1) - seconds_end - 1);
+  for (const auto& [later_seconds, pid] :
+       {std::pair<int64_t, std::string>{seconds, "99999999"}, std::pair<int64_t, std::string>{seconds + 100, "2"}}) {
+    const fs::path earlier = dir / fmt::format("events.out.tfevents.{}.{}.{}.0", later_seconds, host, pid);
+    fs::copy_file(first, earlier);
+    EventFileWriter(dir.string()).write(2, {{"loss", 2.0f}});
+    const std::vector<fs::path> files = testing::event_files(dir);
+    ASSERT_EQ(testing::decode_event_file(files.back()).back().step, 2) << files.back();
+    EXPECT_EQ(files.back().filename().string(),
+              fmt::format("events.out.tfevents.{}.{}.{}.0", later_seconds + 1, host, ::getpid()));
+    fs::remove(files.back());
+  }
+  // A file of another form is not a reason to change the seconds.
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "events.out.tfevents.zzz");
+  EventFileWriter(dir.string()).write(3, {{"loss", 3.0f}});
+  const std::vector<fs::path> files = testing::event_files(dir);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(testing::decode_event_file(files.front()).back().step, 3);
 }
 
 class CutEventFiles : public ::testing::Test {
