@@ -384,6 +384,8 @@ void Bert::backward_heads() {
   transform_->backward(dhead_in_, dhead_);
   scatter_add_rows(dhead_, masked_rows_, dres_);
   if (config_.next_sentence) {
+    if (nsp_weight_ != 1.0f)
+      for (int64_t i = 0; i < nsp_logits_.size(); ++i) nsp_logits_.data()[i] *= nsp_weight_;
     seq_relationship_->backward(nsp_logits_, dpooled_);
     activation_backward(Activation::Tanh, pooled_pre_.data(), pooled_.data(), dpooled_.data(), dpooled_.data(),
                         dpooled_.size());

@@ -77,6 +77,7 @@ class Bert : public Model {
   Flops training_flops(int64_t rows, int64_t seq) const override;
   std::string describe() const override;
   void set_precision(Precision precision) override;
+  void set_row_mean_weight(double factor) override { nsp_weight_ = static_cast<float>(factor); }
 
   // The MLM logits [masked x V] of the last evaluation forward, one row per masked position in
   // batch order (a training forward turns them into their gradient).
@@ -163,6 +164,7 @@ class Bert : public Model {
   std::vector<Philox> attention_rngs_;  // per layer: the attention dropout's stream of the last forward
   bool ready_for_backward_ = false;
   Precision head_precision_ = Precision::Fp32;
+  float nsp_weight_ = 1.0f;        // set_row_mean_weight
   AlignedBuffer<Bf16> word_bf16_;  // bf16: the decoder's copy of the word embeddings, made at each forward
 };
 

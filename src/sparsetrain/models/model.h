@@ -65,6 +65,12 @@ class Model : public Module {
   // The arithmetic of the products (core/precision.h), float32 until set: bf16 runs every linear
   // layer and the head on bf16 operands with float32 accumulation; the rest stays float32.
   virtual void set_precision(Precision precision) = 0;
+  // Data-parallel ranks weight their gradients by their share of the global batch's predictions
+  // (train/step.cpp), exact for a loss that is a mean over predictions. A model whose loss also
+  // has a mean over rows (BERT's next-sentence loss) multiplies that term's gradient by `factor`
+  // in every later backward(), so that a rank can weight it by its share of the rows instead.
+  // 1 until set; models without such a term ignore it.
+  virtual void set_row_mean_weight(double /*factor*/) {}
 
   // Called by backward() whenever a group of parameters has its final gradient of the step (a
   // block, a layer), so that a data-parallel run can all-reduce them while the pass goes on

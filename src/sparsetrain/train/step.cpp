@@ -76,23 +76,28 @@ StepResult train_step(Setup& s, int64_t step, Batch& batch, double max_loss) {
   }
   StepResult r;
   // The global batch's rows and predictions: a data-parallel rank holds only its share of them.
+  // Its gradient counts by its share of the predictions; a mean over rows in the loss (BERT's
+  // next-sentence term) by its share of the rows.
   const auto mine = static_cast<double>(batch.predictions());  // counted once: a BERT's are counted, not rows x seq
-  std::array<double, 2> global = {static_cast<double>(batch.rows), mine};
+  const auto my_rows = static_cast<double>(batch.rows);
+  std::array<double, 2> global = {my_rows, mine};
   if (s.reducer) {
     s.comm().sum(global);
     s.reducer->begin(mine / global[1]);
+    model.set_row_mean_weight((my_rows / global[0]) / (mine / global[1]));
   }
   r.predictions = static_cast<int64_t>(global[1]);
   r.tokens = static_cast<int64_t>(global[0]) * batch.seq;
   r.flops = model.training_flops(static_cast<int64_t>(global[0]), batch.seq);
-  r.loss = model.forward(batch, /*training=*/true, s.seed, step).loss;
+  const LossResult loss = model.forward(batch, /*training=*/true, s.seed, step);
+  r.loss = loss.loss;
   model.backward();
   if (s.reducer) {
     s.reducer->finish();
     r.reduce = s.reducer->stats();
-    std::array<double, 1> loss_sum = {r.loss * mine};
+    std::array<double, 2> loss_sum = {(loss.loss - loss.nsp_loss) * mine, loss.nsp_loss * my_rows};
     s.comm().sum(loss_sum);
-    r.loss = loss_sum[0] / global[1];
+    r.loss = loss_sum[0] / global[1] + loss_sum[1] / global[0];
   }
   {
     const ProfileScope profile("gradient norm");

@@ -45,6 +45,9 @@ class DistributedTest : public ::testing::Test {
       std::ofstream text(root_ / "corpus.txt");
       for (int i = 0; i < 400; ++i)
         text << "The " << (i % 7 == 0 ? "quick" : "lazy") << " fox number " << i << " jumps over the dog.\n";
+      // Documents of 5 short sentences (blank lines between them), for BERT's sentence pairs.
+      std::ofstream documents(root_ / "documents.txt");
+      for (int i = 0; i < 400; ++i) documents << (i % 5 == 0 && i > 0 ? "\n" : "") << i % 10 << "\n";
     }
     ranks().barrier();
   }
@@ -197,23 +200,38 @@ TEST_P(GradientTest, FirstStepGradientsMatchOneProcessOnTheWholeBatch) {
   }
 }
 
-// A BERT (masked LM alone, so the loss is one mean over masked tokens) spread over the ranks: each
-// rank masks its rows as one process masks them (keyed by the global row), and its gradient,
-// weighted by its share of the masked tokens, sums to the one process's on the whole batch.
-TEST_F(DistributedTest, BertFirstStepGradientsMatchOneProcess) {
+// A BERT spread over the ranks: each rank masks its rows as one process masks them (keyed by the
+// global row). Its gradient counts by its share of the masked tokens, and with next-sentence
+// prediction that term's (a mean over rows) by its share of the rows: the uneven shards of 7 rows
+// hold different numbers of masked tokens per row, so weighting the whole loss by either share
+// alone would not match. The sum is the one process's gradient on the whole batch.
+class BertGradientTest : public DistributedTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(BertGradientTest, FirstStepGradientsMatchOneProcess) {
+  const bool nsp = GetParam();
+  // Documents of 5 sentences, most of them cut to a random shorter length (short_seq_prob), and
+  // many masked tokens per row: the rows' counts of masked tokens differ.
+  const std::string gpt_yaml =
+      std::regex_replace(config("sparsity: {algorithm: static, sparsity: 0.8, format: csr, param_filter: "
+                                "[\"bert.encoder.layer.*.dense.weight\"]}",
+                                1),
+                         std::regex("batch_size: 7,"), "batch_size: 7, short_seq_prob: 0.9, masked_lm_prob: 0.3,");
   const std::string yaml = std::regex_replace(
-      config("sparsity: {algorithm: static, sparsity: 0.8, format: csr, param_filter: "
-             "[\"bert.encoder.layer.*.dense.weight\"]}",
-             1),
-      std::regex("model: \\{.*\\}"),
-      "model: {name: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64, "
-      "max_position_embeddings: 16, disable_nsp: true, hidden_dropout_prob: 0.1, attention_probs_dropout_prob: 0.1}");
+      std::regex_replace(gpt_yaml, std::regex("corpus\\.txt"), "documents.txt"), std::regex("model: \\{.*\\}"),
+      fmt::format("model: {{name: bert, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, "
+                  "intermediate_size: 64, max_position_embeddings: 16, disable_nsp: {}, hidden_dropout_prob: 0.1, "
+                  "attention_probs_dropout_prob: 0.1}}",
+                  nsp ? "false" : "true"));
   sparsetrain::Setup s = spread(yaml), one = alone(yaml);
   Batch b1, b2;
   const StepResult r = train_step(s, 1, b1), expected = train_step(one, 1, b2);
   EXPECT_EQ(r.predictions, expected.predictions);
   EXPECT_EQ(r.tokens, 7 * 16);
   EXPECT_LT(b1.rows, 7);
+  EXPECT_EQ(b1.nsp_labels.size(), nsp ? static_cast<std::size_t>(b1.rows) : 0u);
+  // The shards' masked tokens per row differ from the batch's (else any weighting would do).
+  EXPECT_NE(static_cast<double>(b1.predictions()) / static_cast<double>(b1.rows),
+            static_cast<double>(r.predictions) / 7.0);
   EXPECT_NEAR(r.loss, expected.loss, 1e-6 * std::abs(expected.loss));
   const std::vector<Parameter*> mine = s.model->parameters(), theirs = one.model->parameters();
   ASSERT_EQ(mine.size(), theirs.size());
@@ -226,6 +244,11 @@ TEST_F(DistributedTest, BertFirstStepGradientsMatchOneProcess) {
     EXPECT_LE(relative_difference(mine[i]->grad(), theirs[i]->grad()), 1e-6) << mine[i]->name();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(NextSentence, BertGradientTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& with_nsp) {
+                           return std::string(with_nsp.param ? "masked_lm_and_nsp" : "masked_lm");
+                         });
 
 // bf16 runs all-reduce bf16 gradients: each element is rounded to 8 bits of mantissa at every hop.
 TEST_F(DistributedTest, Bf16GradientsTravelAsBf16) {
