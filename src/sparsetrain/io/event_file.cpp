@@ -94,16 +94,20 @@ void EventFileWriter::open_new_file(int64_t seconds) {
     newest_seconds = s;
   }
   const std::string host = host_name();
-  for (;;) {
-    const std::string stem = fmt::format("{}{}.{}.{}", kPrefix, seconds, host, ::getpid());
+  const auto unused_name = [&](int64_t s) {
+    const std::string stem = fmt::format("{}{}.{}.{}", kPrefix, s, host, ::getpid());
     int n = 0;
     while (fs::exists(fs::path(dir_) / fmt::format("{}.{}", stem, n))) ++n;
-    const std::string name = fmt::format("{}.{}", stem, n);
-    if (name <= newest) {
-      seconds = std::max(seconds, newest_seconds) + 1;
-      continue;
-    }
-    path_ = (fs::path(dir_) / name).string();
+    return fmt::format("{}.{}", stem, n);
+  };
+  // One past the newest seconds sorts after every name a writer makes; a stranger one (seconds
+  // of 11 digits) cannot be sorted after this way, and the clock's seconds stay.
+  if (unused_name(seconds) <= newest) {
+    const int64_t later = std::max(seconds, newest_seconds) + 1;
+    if (unused_name(later) > newest) seconds = later;
+  }
+  for (;;) {
+    path_ = (fs::path(dir_) / unused_name(seconds)).string();
     file_ = std::fopen(path_.c_str(), "wbx");  // x: never another file of the same name
     if (file_ != nullptr) return;
     if (errno != EEXIST) fail("{}: cannot create: {}", path_, std::strerror(errno));

@@ -146,14 +146,17 @@ TEST(EventFileWriter, ANewFileSortsAfterEveryEarlierFile) {
               fmt::format("events.out.tfevents.{}.{}.{}.0", later_seconds + 1, host, ::getpid()));
     fs::remove(files.back());
   }
-  // A file of another form is not a reason to change the seconds.
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(dir / "events.out.tfevents.zzz");
-  EventFileWriter(dir.string()).write(3, {{"loss", 3.0f}});
-  const std::vector<fs::path> files = testing::event_files(dir);
-  ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(testing::decode_event_file(files.front()).back().step, 3);
+  // Names of another form are no reason to change the seconds, and one that no seconds can sort
+  // after (11 digits) is tried once, not for ever.
+  for (const char* stranger : {"events.out.tfevents.zzz", "events.out.tfevents.99999999999.host.1.0"}) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / stranger);
+    EventFileWriter(dir.string()).write(3, {{"loss", 3.0f}});
+    const std::vector<fs::path> files = testing::event_files(dir);
+    ASSERT_EQ(files.size(), 2u) << stranger;
+    EXPECT_EQ(testing::decode_event_file(files.front()).back().step, 3) << stranger;
+  }
 }
 
 class CutEventFiles : public ::testing::Test {
