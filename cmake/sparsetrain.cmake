@@ -40,6 +40,9 @@ if(_sanitizers)
   list(JOIN _sanitizers "," _san)
   list(APPEND SPARSETRAIN_CODEGEN_FLAGS -fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(sparsetrain_options INTERFACE -fsanitize=${_san})
+  # Checked builds also compare every bf16 weight copy said to be current with its float32 values
+  # (nn/parameter.cpp), so a write that escaped the accessors marking it stale fails a test.
+  target_compile_definitions(sparsetrain_options INTERFACE SPARSETRAIN_CHECK_BF16_COPIES)
 endif()
 target_compile_options(sparsetrain_options INTERFACE ${SPARSETRAIN_CODEGEN_FLAGS})
 string(TOUPPER "${CMAKE_BUILD_TYPE}" _build_type)

@@ -32,6 +32,11 @@ void SparseWeight::refresh_bf16() {
   to_bf16(v.data(), values_bf16_.data(), static_cast<int64_t>(v.size()));
 }
 
+Bf16* SparseWeight::bf16_copy_for_update() {
+  values_bf16_.resize(std::as_const(*this).values().size());
+  return values_bf16_.data();
+}
+
 const Bf16* SparseWeight::bf16_values(std::string_view pass) const {
   if (values_bf16_.size() != values().size())
     fail(

@@ -75,9 +75,12 @@ class SparseWeight {
 
   // Mixed precision: forward and both backward passes on bf16 operands, which read a bf16 copy of
   // values() (rounded to nearest even) that refresh_bf16() makes; call it after values() or the
-  // structure changed. Outputs and gradients are float32, as above.
+  // structure changed (a Parameter keeps it current: Parameter::bf16_values). Outputs and
+  // gradients are float32, as above.
   void refresh_bf16();
   std::span<const Bf16> values_bf16() const { return {values_bf16_.data(), values_bf16_.size()}; }
+  // The copy sized to values(), for an optimizer that writes it as it updates the values.
+  Bf16* bf16_copy_for_update();
   virtual void forward_bf16(const PackedTokensBf16& x, const float* bias, MatrixView y) const = 0;
   virtual void backward_bf16(const PackedTokensBf16& dy, const PackedTokensBf16& x, MatrixView dx, float* dvalues,
                              bool accumulate = false) const = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/philox.h"
@@ -295,9 +296,9 @@ LossResult Bert::forward(const Batch& batch, bool training, uint64_t seed, int64
 
   // x = LN(word[ids] + position[t] + token_type[types]), then dropout      [BT x C]
   Embeddings& e = *embeddings_;
-  embedding_forward(e.word_embeddings.weight.dense(), ids_, emb_sum_);
-  embedding_forward(e.position_embeddings.weight.dense(), positions_, emb_sum_, /*accumulate=*/true);
-  embedding_forward(e.token_type_embeddings.weight.dense(), token_types_, emb_sum_, /*accumulate=*/true);
+  embedding_forward(std::as_const(e.word_embeddings.weight).dense(), ids_, emb_sum_);
+  embedding_forward(std::as_const(e.position_embeddings.weight).dense(), positions_, emb_sum_, /*accumulate=*/true);
+  embedding_forward(std::as_const(e.token_type_embeddings.weight).dense(), token_types_, emb_sum_, /*accumulate=*/true);
   layer_norm_forward(emb_sum_, e.norm.weight.values().data(), e.norm.bias.values().data(), e.norm.eps, hidden_[0],
                      emb_mean_.data(), emb_rstd_.data());
   drop_hidden(Philox(seed, "bert.dropout.embeddings", static_cast<uint64_t>(step)), first_token, hidden_[0], emb_keep_);
@@ -334,13 +335,12 @@ LossResult Bert::forward_heads(const Batch& batch, bool training) {
   layer_norm_forward(head_act_, transform_norm_->weight.values().data(), transform_norm_->bias.values().data(),
                      transform_norm_->eps, head_norm_, head_mean_.data(), head_rstd_.data());
   const float* bias = decoder_bias_->values().data();
-  const ConstMatrixView word = embeddings_->word_embeddings.weight.dense();
+  Parameter& word = embeddings_->word_embeddings.weight;
   if (head_precision_ == Precision::Bf16) {
-    word_bf16_.resize(static_cast<std::size_t>(word.rows * word.cols));
-    to_bf16(word.data, word_bf16_.data(), word.rows * word.cols);
-    dense_linear_fwd_bf16(head_norm_, {word_bf16_.data(), word.rows, word.cols, word.cols}, bias, logits_);
+    dense_linear_fwd_bf16(head_norm_, {word.bf16_values(), config_.vocab_size, config_.hidden, config_.hidden}, bias,
+                          logits_);
   } else {
-    dense_linear_fwd(head_norm_, word, bias, logits_);
+    dense_linear_fwd(head_norm_, std::as_const(word).dense(), bias, logits_);
   }
   // In training, the logits buffers become their gradients.
   LossResult result = softmax_cross_entropy(logits_, masked_targets_, training ? MatrixView(logits_) : MatrixView{});
@@ -369,7 +369,7 @@ void Bert::backward_heads() {
   MatrixView dword{word.grad().data(), config_.vocab_size, config_.hidden, config_.hidden};
   // dhead = dlogits word; dword += dlogits^T head_norm; dbias += colsum(dlogits)     [M x C], [V x C]
   if (head_precision_ == Precision::Bf16) {
-    dense_linear_bwd_data_bf16(logits_, {word_bf16_.data(), config_.vocab_size, config_.hidden, config_.hidden},
+    dense_linear_bwd_data_bf16(logits_, {word.bf16_values(), config_.vocab_size, config_.hidden, config_.hidden},
                                dhead_);
     dense_linear_bwd_weights_bf16(logits_, head_norm_, dword, decoder_bias_->grad().data(), /*accumulate=*/true);
   } else {

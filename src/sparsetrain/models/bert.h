@@ -164,8 +164,7 @@ class Bert : public Model {
   std::vector<Philox> attention_rngs_;  // per layer: the attention dropout's stream of the last forward
   bool ready_for_backward_ = false;
   Precision head_precision_ = Precision::Fp32;
-  float nsp_weight_ = 1.0f;        // set_row_mean_weight
-  AlignedBuffer<Bf16> word_bf16_;  // bf16: the decoder's copy of the word embeddings, made at each forward
+  float nsp_weight_ = 1.0f;  // set_row_mean_weight
 };
 
 }  // namespace sparsetrain

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/philox.h"
@@ -139,8 +140,8 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
   if (ids.size() != static_cast<std::size_t>(rows * seq))
     fail("gpt: {} token ids for a batch of {} x {}", ids.size(), rows, seq);
   // x = wte[ids] + wpe[positions]                                          [BT x C]
-  embedding_forward(wte_->weight.dense(), ids, residual_[0]);
-  embedding_forward(wpe_->weight.dense(), positions_, residual_[0], /*accumulate=*/true);
+  embedding_forward(std::as_const(wte_->weight).dense(), ids, residual_[0]);
+  embedding_forward(std::as_const(wpe_->weight).dense(), positions_, residual_[0], /*accumulate=*/true);
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     Block& b = *blocks_[l];
     BlockActs& a = acts_[l];
@@ -162,10 +163,8 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
   // logits = ln_f(x) wte^T                                                  [BT x V]
   const ProfileScope profile("head");
   if (head_precision_ == Precision::Bf16) {
-    const ConstMatrixView wte = wte_->weight.dense();
-    wte_bf16_.resize(static_cast<std::size_t>(wte.rows * wte.cols));
-    to_bf16(wte.data, wte_bf16_.data(), wte.rows * wte.cols);
-    dense_linear_fwd_bf16(lnf_, {wte_bf16_.data(), wte.rows, wte.cols, wte.cols}, nullptr, logits_);
+    dense_linear_fwd_bf16(lnf_, {wte_->weight.bf16_values(), config_.vocab_size, config_.embed, config_.embed}, nullptr,
+                          logits_);
     return;
   }
   dense_linear_fwd(lnf_, wte_->weight.dense(), nullptr, logits_);
@@ -206,7 +205,8 @@ void Gpt::backward() {
   {
     const ProfileScope profile("head");
     if (head_precision_ == Precision::Bf16) {
-      dense_linear_bwd_data_bf16(dlogits, {wte_bf16_.data(), config_.vocab_size, config_.embed, config_.embed}, dlnf);
+      dense_linear_bwd_data_bf16(dlogits,
+                                 {wte_->weight.bf16_values(), config_.vocab_size, config_.embed, config_.embed}, dlnf);
       dense_linear_bwd_weights_bf16(dlogits, lnf_, dwte, nullptr, /*accumulate=*/true);
     } else {
       dense_linear_bwd_data(dlogits, wte.dense(), dlnf);

@@ -105,7 +105,6 @@ class Gpt : public Model {
   Matrix scratch_c_, scratch_c2_, scratch_4c_, scratch_3c_;  // projections and backward gradients
   bool ready_for_backward_ = false;
   Precision head_precision_ = Precision::Fp32;
-  AlignedBuffer<Bf16> wte_bf16_;  // bf16: the head's copy of wte, made at each forward
 };
 
 }  // namespace sparsetrain

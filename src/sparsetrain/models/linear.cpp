@@ -23,29 +23,21 @@ void Linear::check_backward(ConstMatrixView dy) const {
     fail("{}: output gradient shape does not match the forward pass", weight_->name());
 }
 
-void Linear::refresh_bf16_weight() {
-  if (weight_->storage() == Storage::Compressed) {
-    weight_->compressed().refresh_bf16();
-    return;
-  }
-  dense_bf16_.resize(static_cast<std::size_t>(out_ * in_));
-  to_bf16(weight_->dense().data, dense_bf16_.data(), out_ * in_);
-}
-
 void Linear::forward(ConstMatrixView x, MatrixView y) {
   const ProfileScope profile("linear forward");
   check_forward(x, y);
   x_ = x;
   pending_post_ = {};
-  const float* b = bias_ != nullptr ? bias_->values().data() : nullptr;
+  const float* b = bias_values();
   const bool bf16 = workspace_.precision == Precision::Bf16;
-  if (bf16) refresh_bf16_weight();
-  if (weight_->storage() == Storage::Compressed)
-    linear_forward(weight_->compressed(), b, x, y, workspace_);
-  else if (bf16)
+  if (master().storage() == Storage::Compressed) {
+    if (bf16) weight_->bf16_values();
+    linear_forward(master().compressed(), b, x, y, workspace_);
+  } else if (bf16) {
     dense_linear_fwd_bf16(x, dense_bf16(), b, y);
-  else
-    dense_linear_fwd(x, weight_->dense(), b, y);
+  } else {
+    dense_linear_fwd(x, master().dense(), b, y);
+  }
 }
 
 void Linear::forward_activated(Activation act, ConstMatrixView pre, MatrixView post, MatrixView y) {
@@ -63,10 +55,10 @@ void Linear::forward_activated(Activation act, ConstMatrixView pre, MatrixView p
   pending_post_ = post;
   pending_activation_ = act;
   pending_pre_ = pre;
-  const float* b = bias_ != nullptr ? bias_->values().data() : nullptr;
-  if (workspace_.precision == Precision::Bf16) refresh_bf16_weight();
+  const float* b = bias_values();
+  if (workspace_.precision == Precision::Bf16) weight_->bf16_values();
   linear_forward_from(
-      weight_->compressed(), b, pre.rows,
+      master().compressed(), b, pre.rows,
       [&](int64_t t0, MatrixView block) {
         for (int64_t i = 0; i < block.rows; ++i) activation_forward_range(act, pre.row(t0 + i), block.row(i), 0, in_);
         return ConstMatrixView(block);
@@ -92,7 +84,7 @@ void Linear::backward(ConstMatrixView dy, MatrixView dx) {
     linear_dense_weight_grad(dy, x_, w.dense_grad);
   }
   if (w.storage() == Storage::Compressed) {
-    linear_backward(w.compressed(), dy, workspace_, dx, w.grad().data(), dbias, /*accumulate=*/true);
+    linear_backward(master().compressed(), dy, workspace_, dx, w.grad().data(), dbias, /*accumulate=*/true);
     return;
   }
   materialize_input();
@@ -102,7 +94,7 @@ void Linear::backward(ConstMatrixView dy, MatrixView dx) {
     dense_linear_bwd_weights_bf16(dy, x_, dw, dbias, /*accumulate=*/true);
     return;
   }
-  if (dx.data != nullptr) dense_linear_bwd_data(dy, w.dense(), dx);
+  if (dx.data != nullptr) dense_linear_bwd_data(dy, master().dense(), dx);
   dense_linear_bwd_weights(dy, x_, dw, dbias, /*accumulate=*/true);
 }
 
@@ -121,7 +113,7 @@ void Linear::backward_through(Activation act, ConstMatrixView pre, ConstMatrixVi
   check_backward(dpost);
   float* dbias = bias_ != nullptr ? bias_->grad().data() : nullptr;
   linear_backward_from(
-      w.compressed(), dpost.rows,
+      master().compressed(), dpost.rows,
       [&](int64_t t0, MatrixView block) {
         for (int64_t i = 0; i < block.rows; ++i)
           activation_backward_range(act, pre.row(t0 + i), post.row(t0 + i), dpost.row(t0 + i), block.row(i), 0, out_);

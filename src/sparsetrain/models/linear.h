@@ -11,9 +11,11 @@
 // fills weight.dense_grad with the full dense dW (float32, from the float32 dY and X).
 //
 // In bf16 (set_precision) every product takes bf16 operands with float32 accumulation: the
-// weight's bf16 copy, made from the float32 master values at each forward, and X and dY rounded
-// as they are packed or converted. Outputs, gradients and the bias stay float32.
+// weight's bf16 copy (Parameter::bf16_values, written by the optimizer as it updates the float32
+// master values), and X and dY rounded as they are packed or converted. Outputs, gradients and
+// the bias stay float32.
 #include <cstdint>
+#include <utility>
 
 #include "sparsetrain/core/bf16.h"
 #include "sparsetrain/core/tensor.h"
@@ -69,9 +71,11 @@ class Linear : public Module {
   void check_backward(ConstMatrixView dy) const;
   // Writes the input that forward_activated left unwritten, for a pass that reads it token-major.
   void materialize_input();
-  // bf16: the weight's bf16 copy from its float32 values (compressed: SparseWeight's own).
-  void refresh_bf16_weight();
-  ConstBf16MatrixView dense_bf16() const { return {dense_bf16_.data(), out_, in_, in_}; }
+  // bf16: the dense or masked-dense weight's bf16 copy.
+  ConstBf16MatrixView dense_bf16() { return {weight_->bf16_values(), out_, in_, in_}; }
+  // The weight and bias read-only, so a pass does not mark the weight's bf16 copy stale.
+  const Parameter& master() const { return *weight_; }
+  const float* bias_values() const { return bias_ != nullptr ? std::as_const(*bias_).values().data() : nullptr; }
 
   int64_t in_;
   int64_t out_;
@@ -82,7 +86,6 @@ class Linear : public Module {
   Activation pending_activation_ = Activation::None;
   ConstMatrixView pending_pre_;
   LinearWorkspace workspace_;
-  AlignedBuffer<Bf16> dense_bf16_;  // bf16 copy of a dense or masked-dense weight
 };
 
 }  // namespace sparsetrain

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 #include "sparsetrain/core/error.h"
 
@@ -35,6 +36,7 @@ int64_t Parameter::rows() const { return shape_.size() == 1 ? 1 : shape_[0]; }
 int64_t Parameter::cols() const { return numel() / rows(); }
 
 std::span<float> Parameter::values() {
+  bf16_current_ = false;
   if (storage_ == Storage::Compressed) return compressed_->values();
   return {dense_.data(), dense_.size()};
 }
@@ -57,6 +59,7 @@ AlignedBuffer<float>& Parameter::state(const std::string& key) {
 }
 
 MatrixView Parameter::dense() {
+  bf16_current_ = false;
   if (storage_ == Storage::Compressed) fail("parameter '{}': dense() of a compressed parameter", name_);
   return {dense_.data(), rows(), cols(), cols()};
 }
@@ -67,6 +70,7 @@ ConstMatrixView Parameter::dense() const {
 }
 
 SparseWeight& Parameter::compressed() {
+  bf16_current_ = false;
   if (storage_ != Storage::Compressed) fail("parameter '{}' is {}, not compressed", name_, storage_name(storage_));
   return *compressed_;
 }
@@ -74,6 +78,39 @@ SparseWeight& Parameter::compressed() {
 const SparseWeight& Parameter::compressed() const {
   if (storage_ != Storage::Compressed) fail("parameter '{}' is {}, not compressed", name_, storage_name(storage_));
   return *compressed_;
+}
+
+const Bf16* Parameter::bf16_values() {
+  bf16_kept_ = true;
+  const std::span<const float> v = std::as_const(*this).values();
+  const Bf16* copy = nullptr;
+  if (storage_ == Storage::Compressed) {
+    if (!bf16_current_) compressed_->refresh_bf16();
+    copy = compressed_->values_bf16().data();
+  } else {
+    if (!bf16_current_) {
+      bf16_.resize(v.size());
+      to_bf16(v.data(), bf16_.data(), static_cast<int64_t>(v.size()));
+    }
+    copy = bf16_.data();
+  }
+#ifdef SPARSETRAIN_CHECK_BF16_COPIES
+  // Sanitizer builds: a copy said to be current must be the values rounded, or some write to the
+  // values escaped the accessors that mark it stale.
+  if (bf16_current_)
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (copy[i].bits != to_bf16(v[i]).bits)
+        fail("parameter '{}': the bf16 copy is stale at entry {} ({} for {})", name_, i, to_float(copy[i]), v[i]);
+#endif
+  bf16_current_ = true;
+  return copy;
+}
+
+Bf16* Parameter::bf16_update_target() {
+  if (!bf16_kept_ || storage_ == Storage::MaskedDense) return nullptr;
+  if (storage_ == Storage::Compressed) return compressed_->bf16_copy_for_update();
+  bf16_.resize(dense_.size());
+  return bf16_.data();
 }
 
 Mask Parameter::mask() const {
@@ -124,6 +161,7 @@ std::vector<AlignedBuffer<float>*> Parameter::companions() {
 
 void Parameter::sparsify(const Mask& mask, std::optional<FormatSpec> format, int64_t reserve) {
   if (storage_ != Storage::Dense) fail("parameter '{}' is already sparse ({})", name_, storage_name(storage_));
+  bf16_current_ = false;
   check_mask(mask, "the");
   if (!format) {
     mask_ = mask;
@@ -149,11 +187,13 @@ void Parameter::sparsify(const Mask& mask, std::optional<FormatSpec> format, int
   compressed_ = std::move(weight);
   for (AlignedBuffer<float>* buffer : companions()) buffer->reserve(compressed_->values_capacity());
   dense_ = AlignedBuffer<float>();
+  bf16_ = AlignedBuffer<Bf16>();
   storage_ = Storage::Compressed;
 }
 
 void Parameter::set_mask(const Mask& mask) {
   check_mask(mask, "the new");
+  bf16_current_ = false;
   switch (storage_) {
     case Storage::Dense: fail("parameter '{}' is dense; sparsify it before changing its mask", name_);
     case Storage::MaskedDense:
@@ -171,6 +211,7 @@ void Parameter::set_mask(const Mask& mask) {
 
 void Parameter::enforce_mask() {
   if (storage_ != Storage::MaskedDense) return;
+  bf16_current_ = false;
   const uint8_t* keep = mask_.data();
   const std::size_t n = dense_.size();
   for (std::size_t i = 0; i < n; ++i)
@@ -197,6 +238,7 @@ void Parameter::assign_dense(ConstMatrixView dense) {
   if (dense.rows != rows() || dense.cols != cols())
     fail("parameter '{}': values are [{} x {}], the parameter is [{} x {}]", name_, dense.rows, dense.cols, rows(),
          cols());
+  bf16_current_ = false;
   if (storage_ == Storage::Compressed) {
     compressed_->assign(dense, compressed_->mask());
     return;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sparsetrain/core/aligned_buffer.h"
+#include "sparsetrain/core/bf16.h"
 #include "sparsetrain/core/tensor.h"
 #include "sparsetrain/formats/format_spec.h"
 #include "sparsetrain/formats/mask.h"
@@ -68,7 +69,8 @@ class Parameter {
   std::string storage_label() const;
 
   // The trainable values and their gradient, of equal length: every element for Dense and
-  // MaskedDense, the stored entries for Compressed.
+  // MaskedDense, the stored entries for Compressed. The non-const accessors of the values
+  // (values(), dense(), compressed()) make the bf16 copy stale.
   std::span<float> values();
   std::span<const float> values() const;
   std::span<float> grad() { return {grad_.data(), grad_.size()}; }
@@ -86,6 +88,22 @@ class Parameter {
   // The compressed weight (Compressed only).
   SparseWeight& compressed();
   const SparseWeight& compressed() const;
+
+  // bf16 mixed precision: values() rounded to bf16 (nearest even) for the products, made the
+  // first time it is asked for. From then on the optimizer writes it in its update loop
+  // (bf16_update_target / bf16_updated), so a training step pays no pass of its own for it. Any
+  // other change of the values goes through a non-const accessor, sparsify, set_mask or
+  // assign_dense, which mark the copy stale; bf16_values() then remakes it before returning it.
+  // Compressed: the copy is the SparseWeight's (values_bf16()), in the order of its entries.
+  const Bf16* bf16_values();
+  // For the optimizer, before it updates the values: where to write the copy of the updated
+  // values, or null when no copy is kept or the storage is masked-dense (its pruned values are
+  // zeroed after the update, so the copy is remade when next asked for).
+  Bf16* bf16_update_target();
+  // The optimizer wrote the copy of every updated value.
+  void bf16_updated() { bf16_current_ = true; }
+  // Whether the copy equals the values rounded, so bf16_values() has nothing to remake.
+  bool bf16_current() const { return bf16_current_; }
 
   // Which elements are kept: all of them for a Dense parameter.
   Mask mask() const;
@@ -127,6 +145,9 @@ class Parameter {
   std::unique_ptr<SparseWeight> compressed_;
   AlignedBuffer<float> grad_;
   std::map<std::string, AlignedBuffer<float>> states_;
+  AlignedBuffer<Bf16> bf16_;   // Dense, MaskedDense: the bf16 copy (Compressed: the weight's)
+  bool bf16_kept_ = false;     // a bf16 copy was asked for, so the optimizer keeps it current
+  bool bf16_current_ = false;  // the copy equals the values rounded to bf16
 };
 
 }  // namespace sparsetrain

@@ -57,7 +57,7 @@ AdamW::AdamW(std::vector<Parameter*> params, LrSchedule lr, AdamWOptions options
     fail("adamw: 'weight_decay' must be a finite number >= 0, got {}", options_.weight_decay);
 }
 
-void AdamW::update(Parameter& p, double lr, int64_t step) {
+void AdamW::update(Parameter& p, Bf16* bf16, double lr, int64_t step) {
   // Scalars as PyTorch computes them: Python floats (double), rounded to float by the kernel.
   const auto k = static_cast<double>(step);
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, k);
@@ -76,7 +76,7 @@ void AdamW::update(Parameter& p, double lr, int64_t step) {
   float* exp_avg = p.state("exp_avg").data();
   float* exp_avg_sq = p.state("exp_avg_sq").data();
   const bool decay = options_.weight_decay != 0.0;
-  for_ranges(p.values().size(), [&](std::size_t begin, std::size_t end) {
+  update_ranges(p.values().size(), values, bf16, [&](std::size_t begin, std::size_t end) {
     if (decay)
       adamw_range<true>(values, grad, exp_avg, exp_avg_sq, s, begin, end);
     else

@@ -33,7 +33,7 @@ class AdamW : public Optimizer {
   std::vector<std::string> state_keys() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  protected:
-  void update(Parameter& p, double lr, int64_t step) override;
+  void update(Parameter& p, Bf16* bf16, double lr, int64_t step) override;
 
  private:
   AdamWOptions options_;

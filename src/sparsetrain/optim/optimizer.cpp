@@ -13,6 +13,9 @@ namespace {
 
 // Elements per thread below which splitting costs more than it saves.
 constexpr int64_t kGrain = int64_t{1} << 15;
+// Elements updated before their bf16 copy is written: AdamW touches 16 bytes of values, gradient
+// and state per element, so 2048 of them stay within L1.
+constexpr std::size_t kBf16Chunk = 2048;
 
 }  // namespace
 
@@ -34,8 +37,10 @@ void Optimizer::step() {
       fail("optimizer: parameter '{}' has {} gradient values for {} values", p->name(), p->grad().size(),
            p->values().size());
     p->mask_grad();
-    update(*p, lr, k);
+    Bf16* bf16 = p->bf16_update_target();
+    update(*p, bf16, lr, k);
     p->enforce_mask();
+    if (bf16 != nullptr) p->bf16_updated();
   }
   steps_ = k;
   for (const PostStepHook& hook : hooks_) hook(k);
@@ -60,9 +65,23 @@ void Optimizer::add_post_step_hook(PostStepHook hook) {
   hooks_.push_back(std::move(hook));
 }
 
-void Optimizer::for_ranges(std::size_t n, const std::function<void(std::size_t, std::size_t)>& body) {
+void Optimizer::for_ranges(std::size_t n, const RangeBody& body) {
   parallel_ranges(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
     body(static_cast<std::size_t>(begin), static_cast<std::size_t>(end));
+  });
+}
+
+void Optimizer::update_ranges(std::size_t n, const float* values, Bf16* bf16, const RangeBody& body) {
+  if (bf16 == nullptr) {
+    for_ranges(n, body);
+    return;
+  }
+  for_ranges(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; b += kBf16Chunk) {
+      const std::size_t e = std::min(end, b + kBf16Chunk);
+      body(b, e);
+      for (std::size_t i = b; i < e; ++i) bf16[i] = to_bf16(values[i]);
+    }
   });
 }
 

@@ -7,7 +7,10 @@
 //   1. p->mask_grad()       masked-dense: keep the gradient at kept positions by selection, so a
 //                           NaN or Inf in a pruned slot never reaches the update
 //   2. the update           on p->values() from p->grad() and state buffers fetched through
-//                           p->state(key) on every step (mask changes remap them)
+//                           p->state(key) on every step (mask changes remap them); where the
+//                           parameter keeps a bf16 copy (bf16 mixed precision), each range of
+//                           updated values is rounded into it while still in L1
+//                           (Parameter::bf16_update_target)
 //   3. p->enforce_mask()    masked-dense: pruned values and state back to exactly 0, so weight
 //                           decay and momentum never revive a pruned weight
 //
@@ -26,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsetrain/core/bf16.h"
 #include "sparsetrain/nn/parameter.h"
 #include "sparsetrain/optim/lr_schedule.h"
 
@@ -65,13 +69,18 @@ class Optimizer {
   virtual std::vector<std::string> state_keys() const = 0;
 
  protected:
-  // Updates p.values() in place at step `step` with learning rate `lr`; the gradient is already
-  // masked. Runs before enforce_mask().
-  virtual void update(Parameter& p, double lr, int64_t step) = 0;
+  // Updates p.values() in place at step `step` with learning rate `lr`, and writes the updated
+  // values rounded to bf16 into `bf16` when it is not null (update_ranges does both); the
+  // gradient is already masked. Runs before enforce_mask().
+  virtual void update(Parameter& p, Bf16* bf16, double lr, int64_t step) = 0;
 
+  using RangeBody = std::function<void(std::size_t begin, std::size_t end)>;
   // Runs body(begin, end) over contiguous ranges of [0, n), on several threads when n is large.
   // Element updates are independent, so results do not depend on the thread count.
-  static void for_ranges(std::size_t n, const std::function<void(std::size_t begin, std::size_t end)>& body);
+  static void for_ranges(std::size_t n, const RangeBody& body);
+  // The same over the n updated `values`, each range (at most kBf16Chunk long when bf16 is set)
+  // then rounded into bf16 while it is in L1.
+  static void update_ranges(std::size_t n, const float* values, Bf16* bf16, const RangeBody& body);
 
  private:
   std::vector<Parameter*> params_;

@@ -68,7 +68,7 @@ std::vector<std::string> Sgd::state_keys() const {
   return {"momentum"};
 }
 
-void Sgd::update(Parameter& p, double lr, int64_t step) {
+void Sgd::update(Parameter& p, Bf16* bf16, double lr, int64_t step) {
   const bool momentum = options_.momentum != 0.0;
   const Decay decay = options_.weight_decay == 0.0         ? Decay::None
                       : options_.decoupled_weight_decay ? Decay::Decoupled
@@ -85,7 +85,7 @@ void Sgd::update(Parameter& p, double lr, int64_t step) {
   const RangeFn range = decay == Decay::None       ? pick<Decay::None>(momentum, first, options_.nesterov)
                         : decay == Decay::Coupled ? pick<Decay::Coupled>(momentum, first, options_.nesterov)
                                                   : pick<Decay::Decoupled>(momentum, first, options_.nesterov);
-  for_ranges(p.values().size(), [&](std::size_t begin, std::size_t end) {
+  update_ranges(p.values().size(), values, bf16, [&](std::size_t begin, std::size_t end) {
     range(values, grad, buf, wd, shrink, m, keep, neg_lr, begin, end);
   });
 }

@@ -39,7 +39,7 @@ class Sgd : public Optimizer {
   std::vector<std::string> state_keys() const override;
 
  protected:
-  void update(Parameter& p, double lr, int64_t step) override;
+  void update(Parameter& p, Bf16* bf16, double lr, int64_t step) override;
 
  private:
   SgdOptions options_;
