@@ -1,8 +1,10 @@
 // A tiny BERT trained by the real binary: masked-LM + next-sentence metrics, evaluation, an
-// interrupted run resumed to the bytes of an unbroken one, bench train's token counts, and the
-// WordPiece tokenizer end to end.
+// interrupted run resumed to the bytes of an unbroken one, bench train's token counts, the
+// WordPiece tokenizer end to end, and `export --format hf`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 
 #include "cli_runner.h"
 #include "sparsetrain/core/read_file.h"
+#include "sparsetrain/io/safetensors.h"
 
 namespace sparsetrain::testing {
 namespace {
@@ -63,6 +66,54 @@ std::vector<nlohmann::json> metrics(const fs::path& dir) {
   return rows;
 }
 
+// `export --format hf` of the run in `dir` at `checkpoint` into dir + "_hf": the checkpoint's
+// tensors, bit for bit, in model.safetensors (no masks, no tied decoder) and its masks in
+// masks.safetensors; config.json describes the run's model as `architecture`. Returns config.json.
+nlohmann::json expect_hf_export(const fs::path& dir, const std::string& checkpoint, const std::string& architecture) {
+  const fs::path out = dir.string() + "_hf";
+  fs::remove_all(out);
+  const CliResult r = run_cli({"export", "--model_dir", dir.string(), "--format", "hf", "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(Hugging Face " + architecture + ", from"), std::string::npos) << r.out;
+  const StateDict saved = read_safetensors((dir / checkpoint).string()).tensors;
+  const SafetensorsFile model = read_safetensors((out / "model.safetensors").string());
+  const SafetensorsFile masks = read_safetensors((out / "masks.safetensors").string());
+  EXPECT_EQ(model.metadata.at("format"), "pt");
+  EXPECT_EQ(model.tensors.tensors.size() + masks.tensors.tensors.size(), saved.tensors.size());
+  const auto bits = [](float v) { return std::bit_cast<uint32_t>(v); };
+  for (const StateTensor& want : saved.tensors) {
+    const StateTensor* got = (want.is_mask ? masks : model).tensors.find(want.name);
+    if (got == nullptr) {
+      ADD_FAILURE() << want.name << " is not in the export";
+      continue;
+    }
+    EXPECT_EQ(got->shape, want.shape) << want.name;
+    EXPECT_EQ(got->keep, want.keep) << want.name;
+    EXPECT_TRUE(std::ranges::equal(got->values, want.values, {}, bits, bits)) << want.name;
+  }
+  EXPECT_FALSE(masks.tensors.tensors.empty()) << "the run is sparse";
+  EXPECT_EQ(model.tensors.find("cls.predictions.decoder.weight"), nullptr) << "tied to the word embeddings";
+  const nlohmann::json config = nlohmann::json::parse(read_file((out / "config.json").string()));
+  EXPECT_EQ(config["architectures"], nlohmann::json::array({architecture}));
+  EXPECT_EQ(config["model_type"], "bert");
+  const StateTensor* words = model.tensors.find("bert.embeddings.word_embeddings.weight");
+  const StateTensor* types = model.tensors.find("bert.embeddings.token_type_embeddings.weight");
+  const StateTensor* up = model.tensors.find("bert.encoder.layer.0.intermediate.dense.weight");
+  if (words != nullptr && types != nullptr && up != nullptr) {
+    EXPECT_EQ(config["vocab_size"], words->shape[0]);
+    EXPECT_EQ(config["hidden_size"], words->shape[1]);
+    EXPECT_EQ(config["type_vocab_size"], types->shape[0]);
+    EXPECT_EQ(config["intermediate_size"], up->shape[0]);
+  }
+  EXPECT_EQ(config["num_hidden_layers"], 2);
+  EXPECT_EQ(config["num_attention_heads"], 2);
+  EXPECT_EQ(config["max_position_embeddings"], 24);
+  EXPECT_EQ(config["hidden_act"], "gelu");
+  EXPECT_EQ(config["layer_norm_eps"], 1e-12);
+  EXPECT_EQ(config["tie_word_embeddings"], true);
+  return config;
+}
+
 TEST(CliBert, TrainsEvaluatesAndResumesToTheBytesOfAnUnbrokenRun) {
   const fs::path root = fs::temp_directory_path() / "sparsetrain_cli_bert";
   make_corpus(root);
@@ -100,6 +151,13 @@ TEST(CliBert, TrainsEvaluatesAndResumesToTheBytesOfAnUnbrokenRun) {
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NE(e.out.find("mlm loss"), std::string::npos) << e.out;
   EXPECT_NE(e.out.find("nsp loss"), std::string::npos) << e.out;
+
+  // The byte tokenizer's ids, then the appended [PAD] [CLS] [SEP] [MASK].
+  const nlohmann::json config = expect_hf_export(root / "whole", "checkpoint_6.safetensors", "BertForPreTraining");
+  EXPECT_EQ(config["pad_token_id"], config["vocab_size"].get<int64_t>() - 4);
+  EXPECT_EQ(config["hidden_dropout_prob"], 0.1);
+  EXPECT_EQ(config["attention_probs_dropout_prob"], 0.1);
+  EXPECT_TRUE(fs::exists(root / "whole_hf/byte_tokenizer.json"));
 }
 
 TEST(CliBert, WordPieceWithoutNextSentenceAndBenchTrainCountsEveryInputToken) {
@@ -117,6 +175,24 @@ TEST(CliBert, WordPieceWithoutNextSentenceAndBenchTrainCountsEveryInputToken) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("vocabulary 30522, masked LM\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("wordpiece tokenizer"), std::string::npos) << r.out;
+
+  // Exported without the next-sentence task: BertForMaskedLM, with vocab.txt holding the
+  // vocabulary in BERT's spelling, line n + 1 for id n, and BertTokenizer's settings.
+  const nlohmann::json hf = expect_hf_export(root / "wp", "checkpoint_2.safetensors", "BertForMaskedLM");
+  std::vector<std::string> vocab;
+  {
+    std::istringstream in(read_file((root / "wp_hf/vocab.txt").string()));
+    for (std::string line; std::getline(in, line);) vocab.push_back(line);
+  }
+  EXPECT_EQ(static_cast<int64_t>(vocab.size()), hf["vocab_size"].get<int64_t>());
+  const auto id_of = [&](const std::string& token) { return std::ranges::find(vocab, token) - vocab.begin(); };
+  EXPECT_EQ(hf["pad_token_id"], id_of("[PAD]"));
+  for (const char* token : {"[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "##s"})
+    EXPECT_LT(id_of(token), static_cast<std::ptrdiff_t>(vocab.size())) << token;
+  const nlohmann::json tokenizer = nlohmann::json::parse(read_file((root / "wp_hf/tokenizer_config.json").string()));
+  EXPECT_EQ(tokenizer["tokenizer_class"], "BertTokenizer");
+  EXPECT_EQ(tokenizer["do_lower_case"], true);
+  EXPECT_EQ(tokenizer["model_max_length"], 24);
 
   const CliResult b = run_cli(
       {"bench", "train", "--params", config.string(), "--steps", "1", "--warmup", "0", "--rounds", "1", "--json"},

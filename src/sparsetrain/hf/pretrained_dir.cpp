@@ -8,6 +8,8 @@
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/json_text.h"
 #include "sparsetrain/core/read_file.h"
+#include "sparsetrain/data/mlm_examples.h"
+#include "sparsetrain/hf/bert_config.h"
 #include "sparsetrain/hf/gpt2_config.h"
 #include "sparsetrain/hf/gpt2_tensors.h"
 #include "sparsetrain/hf/tokenizer_files.h"
@@ -19,19 +21,37 @@ namespace sparsetrain {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-void write_hf_gpt2_dir(const std::string& out, const StateDict& state, const GptConfig& config,
-                       const Tokenizer& tokenizer) {
+namespace {
+
+// The export's directory, new or empty, with its weights and (for a sparse model) masks.
+void write_hf_weights(const std::string& out, const StateDict& weights, const StateDict& masks) {
   create_output_directory(out, "--out");
   if (!fs::is_empty(out))
     fail("--out {}: the directory holds files; give a new or empty directory for the export", out);
   const fs::path dir(out);
   // transformers refuses safetensors whose metadata lacks format: pt.
-  write_safetensors((dir / "model.safetensors").string(), to_hf_gpt2(state, config), {{"format", "pt"}});
-  const StateDict masks = to_hf_gpt2(state, config, /*masks=*/true);
+  write_safetensors((dir / "model.safetensors").string(), weights, {{"format", "pt"}});
   if (!masks.tensors.empty()) write_safetensors((dir / "masks.safetensors").string(), masks, {{"format", "pt"}});
-  write_file_atomically((dir / "config.json").string(),
+}
+
+}  // namespace
+
+void write_hf_gpt2_dir(const std::string& out, const StateDict& state, const GptConfig& config,
+                       const Tokenizer& tokenizer) {
+  write_hf_weights(out, to_hf_gpt2(state, config), to_hf_gpt2(state, config, /*masks=*/true));
+  write_file_atomically((fs::path(out) / "config.json").string(),
                         hf_gpt2_config_json(config, tokenizer.end_of_text()).dump(2) + "\n");
   write_hf_tokenizer_files(out, tokenizer, config.context);
+}
+
+void write_hf_bert_dir(const std::string& out, const StateDict& state, const BertConfig& config,
+                       const Tokenizer& tokenizer) {
+  StateDict weights, masks;
+  for (const StateTensor& t : state.tensors) (t.is_mask ? masks : weights).add(t);
+  write_hf_weights(out, weights, masks);
+  write_file_atomically((fs::path(out) / "config.json").string(),
+                        hf_bert_config_json(config, bert_special_tokens(tokenizer).pad).dump(2) + "\n");
+  write_hf_tokenizer_files(out, tokenizer, config.max_positions);
 }
 
 namespace {

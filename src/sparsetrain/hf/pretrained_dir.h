@@ -1,15 +1,19 @@
 #pragma once
-// A Hugging Face model directory holding a GPT-2: what `sparsetrain export --format hf` writes and
-// what `model.init_from: hf:DIR` reads (docs/formats.md#hugging-face-model-directories).
+// A Hugging Face model directory holding a GPT-2 or a BERT: what `sparsetrain export --format hf`
+// writes, and for a GPT-2 what `model.init_from: hf:DIR` reads
+// (docs/formats.md#hugging-face-model-directories).
 //
-//   config.json          GPT2Config's fields (hf/gpt2_config.h)
-//   model.safetensors    the weights in Hugging Face's layout (hf/gpt2_tensors.h), F32, zeros at
-//                        pruned positions
+//   config.json          GPT2Config's fields (hf/gpt2_config.h) or BertConfig's (hf/bert_config.h)
+//   model.safetensors    the weights in Hugging Face's layout (GPT-2: hf/gpt2_tensors.h; BERT:
+//                        sparsetrain's own names and layout, which are BertForPreTraining's), F32,
+//                        zeros at pruned positions; the tied decoder is left out, as
+//                        save_pretrained leaves it out
 //   masks.safetensors    sparse models only: `<tensor>_mask` (BOOL, 1 = kept) in the same layout;
 //                        transformers ignores it
 //   tokenizer files      hf/tokenizer_files.h
 #include <string>
 
+#include "sparsetrain/models/bert.h"
 #include "sparsetrain/models/gpt.h"
 #include "sparsetrain/nn/state_dict.h"
 #include "sparsetrain/text/tokenizer.h"
@@ -19,6 +23,10 @@ namespace sparsetrain {
 // Writes the directory `out` (created if missing; one that holds files is refused, so nothing of
 // an earlier export is left beside the new one) from a GPT's state (Gpt::state_dict()).
 void write_hf_gpt2_dir(const std::string& out, const StateDict& state, const GptConfig& config,
+                       const Tokenizer& tokenizer);
+
+// The same for a BERT's state (Bert::state_dict()).
+void write_hf_bert_dir(const std::string& out, const StateDict& state, const BertConfig& config,
                        const Tokenizer& tokenizer);
 
 // The config of the Hugging Face GPT-2 in `dir`. An Error names the directory or file: no such

@@ -8,6 +8,7 @@
 #include "sparsetrain/core/read_file.h"
 #include "sparsetrain/io/atomic_file.h"
 #include "sparsetrain/text/gpt2_tokenizer.h"
+#include "sparsetrain/text/wordpiece_tokenizer.h"
 
 namespace sparsetrain {
 
@@ -26,6 +27,30 @@ void write_hf_tokenizer_files(const std::string& dir, const Tokenizer& tokenizer
     const json config = {{"tokenizer_class", "GPT2Tokenizer"}, {"model_max_length", context},
                          {"bos_token", "<|endoftext|>"},       {"eos_token", "<|endoftext|>"},
                          {"unk_token", "<|endoftext|>"},       {"add_prefix_space", false}};
+    write_file_atomically((out / "tokenizer_config.json").string(), config.dump(2) + "\n");
+    return;
+  }
+  if (tokenizer.name() == "wordpiece") {
+    const auto& wordpiece = dynamic_cast<const WordPieceTokenizer&>(tokenizer);
+    std::string vocab;
+    for (int32_t id = 0; id < wordpiece.vocab_size(); ++id) {
+      const std::string& token = wordpiece.token(id);
+      if (token.find_first_of("\r\n") != std::string::npos)
+        fail("export: WordPiece entry {} holds a line break, which vocab.txt cannot hold", id);
+      vocab += token;
+      vocab += '\n';
+    }
+    write_file_atomically((out / "vocab.txt").string(), vocab);
+    const json config = {{"tokenizer_class", "BertTokenizer"},
+                         {"do_lower_case", true},
+                         {"strip_accents", nullptr},  // follows do_lower_case, as BERT's uncased rules
+                         {"tokenize_chinese_chars", true},
+                         {"model_max_length", context},
+                         {"unk_token", "[UNK]"},
+                         {"sep_token", "[SEP]"},
+                         {"pad_token", "[PAD]"},
+                         {"cls_token", "[CLS]"},
+                         {"mask_token", "[MASK]"}};
     write_file_atomically((out / "tokenizer_config.json").string(), config.dump(2) + "\n");
     return;
   }
