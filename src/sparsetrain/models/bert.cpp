@@ -254,12 +254,11 @@ void Bert::forward_layer(std::size_t l, uint64_t seed, int64_t step, int64_t fir
   Layer& y = *layers_[l];
   LayerActs& a = acts_[l];
   const Matrix& x = hidden_[l];
-  // q, k, v side by side in qkv [BT x 3C], the layout the attention op reads.
-  Linear* qkv_layers[] = {&y.attention.self.query, &y.attention.self.key, &y.attention.self.value};
-  for (int64_t part = 0; part < 3; ++part) {
-    qkv_layers[part]->forward(x, g_a_);
-    copy(g_a_, third(a.qkv, part));
-  }
+  // q, k, v side by side in qkv [BT x 3C], the layout the attention op reads, each written in
+  // place through a strided view; key and value read the input query packed.
+  y.attention.self.query.forward(x, third(a.qkv, 0));
+  y.attention.self.key.forward_same_input(y.attention.self.query, x, third(a.qkv, 1));
+  y.attention.self.value.forward_same_input(y.attention.self.query, x, third(a.qkv, 2));
   shape_.rng = &attention_rngs_[l];
   attention_forward(shape_, a.qkv, a.att, a.probs.data());  // [BT x C]
   y.attention.output.dense.forward(a.att, g_a_);
@@ -418,8 +417,7 @@ void Bert::backward_layer(std::size_t l) {
   copy(g_d_, dres_);
   Linear* qkv_layers[] = {&y.attention.self.query, &y.attention.self.key, &y.attention.self.value};
   for (int64_t part = 0; part < 3; ++part) {
-    copy(third(g_3c_, part), g_a_);
-    qkv_layers[part]->backward(g_a_, g_c_);
+    qkv_layers[part]->backward(third(g_3c_, part), g_c_);
     add_into(g_c_, dres_);
   }
   grads_ready(y);

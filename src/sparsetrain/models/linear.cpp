@@ -28,6 +28,7 @@ void Linear::forward(ConstMatrixView x, MatrixView y) {
   check_forward(x, y);
   x_ = x;
   pending_post_ = {};
+  input_of_ = nullptr;
   const float* b = bias_values();
   const bool bf16 = workspace_.precision == Precision::Bf16;
   if (master().storage() == Storage::Compressed) {
@@ -37,6 +38,28 @@ void Linear::forward(ConstMatrixView x, MatrixView y) {
     dense_linear_fwd_bf16(x, dense_bf16(), b, y);
   } else {
     dense_linear_fwd(x, master().dense(), b, y);
+  }
+}
+
+void Linear::forward_same_input(const Linear& source, ConstMatrixView x, MatrixView y) {
+  const bool shared = master().storage() == Storage::Compressed && source.master().storage() == Storage::Compressed &&
+                      source.precision() == precision() && source.in_ == in_ && source.pending_post_.data == nullptr &&
+                      source.x_.data == x.data && source.x_.rows == x.rows && source.x_.ld == x.ld;
+  if (!shared) {
+    forward(x, y);
+    return;
+  }
+  const ProfileScope profile("linear forward");
+  check_forward(x, y);
+  x_ = x;
+  pending_post_ = {};
+  input_of_ = source.input_of_ != nullptr ? source.input_of_ : &source.workspace_;
+  const float* b = bias_values();
+  if (precision() == Precision::Bf16) {
+    weight_->bf16_values();
+    master().compressed().forward_bf16(input_of_->x16, b, y);
+  } else {
+    master().compressed().forward(input_of_->x, b, y);
   }
 }
 
@@ -53,6 +76,7 @@ void Linear::forward_activated(Activation act, ConstMatrixView pre, MatrixView p
   check_forward(pre, y);
   x_ = post;
   pending_post_ = post;
+  input_of_ = nullptr;
   pending_activation_ = act;
   pending_pre_ = pre;
   const float* b = bias_values();
@@ -84,7 +108,8 @@ void Linear::backward(ConstMatrixView dy, MatrixView dx) {
     linear_dense_weight_grad(dy, x_, w.dense_grad);
   }
   if (w.storage() == Storage::Compressed) {
-    linear_backward(master().compressed(), dy, workspace_, dx, w.grad().data(), dbias, /*accumulate=*/true);
+    linear_backward(master().compressed(), dy, input_of_ != nullptr ? *input_of_ : workspace_, dx, w.grad().data(),
+                    dbias, /*accumulate=*/true);
     return;
   }
   materialize_input();

@@ -40,6 +40,11 @@ class Linear : public Module {
 
   // y [T x out] = x [T x in] W^T + b. x must stay unchanged until backward().
   void forward(ConstMatrixView x, MatrixView y);
+  // forward(x, y) where `source` ran forward() on the same x last (attention's query, key and
+  // value read one input): when both weights are compressed, in one precision, the sparse
+  // kernels read the input source packed instead of packing it again, and backward() reads it
+  // there too, so source must not run forward() again before this layer's backward().
+  void forward_same_input(const Linear& source, ConstMatrixView x, MatrixView y);
   // From dy [T x out]: dx [T x in] = dy W (overwritten; skipped when dx.data is null), and the
   // parameter gradients accumulated.
   void backward(ConstMatrixView dy, MatrixView dx);
@@ -86,6 +91,7 @@ class Linear : public Module {
   Activation pending_activation_ = Activation::None;
   ConstMatrixView pending_pre_;
   LinearWorkspace workspace_;
+  const LinearWorkspace* input_of_ = nullptr;  // forward_same_input: the workspace holding the packed x
 };
 
 }  // namespace sparsetrain

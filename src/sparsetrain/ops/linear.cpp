@@ -24,14 +24,14 @@ void linear_forward_from(const SparseWeight& w, const float* bias, int64_t token
   w.forward(ws.x, bias, y);
 }
 
-void linear_backward(const SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
-                     float* dbias, bool accumulate) {
+void linear_backward(const SparseWeight& w, ConstMatrixView dy, const LinearWorkspace& ws, MatrixView dx,
+                     float* dvalues, float* dbias, bool accumulate) {
   if (dy.cols != w.rows())
     fail("linear_backward: output gradient has {} features but the weight has {} outputs", dy.cols, w.rows());
   linear_backward_from(w, dy.rows, rows_of(dy), ws, dx, dvalues, dbias, accumulate);
 }
 
-void linear_backward_from(const SparseWeight& w, int64_t tokens, const TokenRows& dy, LinearWorkspace& ws,
+void linear_backward_from(const SparseWeight& w, int64_t tokens, const TokenRows& dy, const LinearWorkspace& ws,
                           MatrixView dx, float* dvalues, float* dbias, bool accumulate) {
   thread_local PackedTokens packed_dy;
   thread_local PackedTokensBf16 packed_dy16;

@@ -31,10 +31,10 @@ void linear_forward_from(const SparseWeight& w, const float* bias, int64_t token
 
 // From dY [T x out] and the X packed by the last forward: dX = dY W (skipped when dx.data is null),
 // dvalues (+)= dW at the stored entries, dbias (+)= column sums of dY (skipped when null).
-void linear_backward(const SparseWeight& w, ConstMatrixView dy, LinearWorkspace& ws, MatrixView dx, float* dvalues,
-                     float* dbias, bool accumulate = false);
+void linear_backward(const SparseWeight& w, ConstMatrixView dy, const LinearWorkspace& ws, MatrixView dx,
+                     float* dvalues, float* dbias, bool accumulate = false);
 // The same with dY's `tokens` rows made on the fly while it is packed (see pack_tokens_from).
-void linear_backward_from(const SparseWeight& w, int64_t tokens, const TokenRows& dy, LinearWorkspace& ws,
+void linear_backward_from(const SparseWeight& w, int64_t tokens, const TokenRows& dy, const LinearWorkspace& ws,
                           MatrixView dx, float* dvalues, float* dbias, bool accumulate = false);
 
 // Dense dW [out x in] = dY^T X through oneDNN, for growth criteria (RigL) on update steps only.
