@@ -1,21 +1,13 @@
 #include "sparsetrain/hf/bert_config.h"
 
-#include <fmt/format.h>
-
 #include "sparsetrain/core/error.h"
+#include "sparsetrain/hf/config_float.h"
 
 namespace sparsetrain {
 
 using json = nlohmann::json;
 
 namespace {
-
-// A float32 as the shortest decimal that reads back as it (1e-12, not 9.9999999600419720e-13),
-// always a JSON float (0.0, not 0), as transformers writes these fields.
-json shortest(float v) {
-  const json j = json::parse(fmt::format("{}", v));
-  return j.is_number_float() ? j : json(j.get<double>());
-}
 
 const char* hf_activation(Activation act) {
   switch (act) {
@@ -38,12 +30,12 @@ json hf_bert_config_json(const BertConfig& c, int32_t pad_token_id) {
       {"num_attention_heads", c.heads},
       {"intermediate_size", c.intermediate},
       {"hidden_act", hf_activation(c.act)},
-      {"hidden_dropout_prob", shortest(c.hidden_dropout)},
-      {"attention_probs_dropout_prob", shortest(c.attention_dropout)},
+      {"hidden_dropout_prob", hf_config_float(c.hidden_dropout)},
+      {"attention_probs_dropout_prob", hf_config_float(c.attention_dropout)},
       {"max_position_embeddings", c.max_positions},
       {"type_vocab_size", c.type_vocab_size},
       {"initializer_range", c.init_std},
-      {"layer_norm_eps", shortest(c.layer_norm_eps)},
+      {"layer_norm_eps", hf_config_float(c.layer_norm_eps)},
       {"pad_token_id", pad_token_id},
       {"position_embedding_type", "absolute"},
       {"classifier_dropout", nullptr},

@@ -4,17 +4,11 @@
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/json_text.h"
+#include "sparsetrain/hf/config_float.h"
 
 namespace sparsetrain {
 
 using json = nlohmann::json;
-
-namespace {
-
-// A float32 as the shortest decimal that reads back as it (1e-05, not 9.99999974737875e-06).
-json shortest(float v) { return json::parse(fmt::format("{}", v)); }
-
-}  // namespace
 
 json hf_gpt2_config_json(const GptConfig& c, std::optional<int32_t> end_of_text) {
   json j = {
@@ -28,7 +22,7 @@ json hf_gpt2_config_json(const GptConfig& c, std::optional<int32_t> end_of_text)
       {"n_head", c.heads},
       {"n_inner", nullptr},  // 4 * n_embd
       {"activation_function", "gelu_new"},
-      {"layer_norm_epsilon", shortest(c.layer_norm_eps)},
+      {"layer_norm_epsilon", hf_config_float(c.layer_norm_eps)},
       {"initializer_range", c.init_std},
       {"resid_pdrop", 0.0},
       {"embd_pdrop", 0.0},
