@@ -54,13 +54,8 @@ void Linear::forward_same_input(const Linear& source, ConstMatrixView x, MatrixV
   x_ = x;
   pending_post_ = {};
   input_of_ = source.input_of_ != nullptr ? source.input_of_ : &source.workspace_;
-  const float* b = bias_values();
-  if (precision() == Precision::Bf16) {
-    weight_->bf16_values();
-    master().compressed().forward_bf16(input_of_->x16, b, y);
-  } else {
-    master().compressed().forward(input_of_->x, b, y);
-  }
+  if (precision() == Precision::Bf16) weight_->bf16_values();
+  linear_forward_packed(master().compressed(), bias_values(), *input_of_, y);
 }
 
 void Linear::forward_activated(Activation act, ConstMatrixView pre, MatrixView post, MatrixView y) {

@@ -15,13 +15,18 @@ void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x,
 
 void linear_forward_from(const SparseWeight& w, const float* bias, int64_t tokens, const TokenRows& x, MatrixView y,
                          LinearWorkspace& ws) {
-  if (ws.precision == Precision::Bf16) {
+  if (ws.precision == Precision::Bf16)
     pack_tokens_from(tokens, w.cols(), x, ws.x16);
+  else
+    pack_tokens_from(tokens, w.cols(), x, ws.x);
+  linear_forward_packed(w, bias, ws, y);
+}
+
+void linear_forward_packed(const SparseWeight& w, const float* bias, const LinearWorkspace& ws, MatrixView y) {
+  if (ws.precision == Precision::Bf16)
     w.forward_bf16(ws.x16, bias, y);
-    return;
-  }
-  pack_tokens_from(tokens, w.cols(), x, ws.x);
-  w.forward(ws.x, bias, y);
+  else
+    w.forward(ws.x, bias, y);
 }
 
 void linear_backward(const SparseWeight& w, ConstMatrixView dy, const LinearWorkspace& ws, MatrixView dx,

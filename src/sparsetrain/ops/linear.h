@@ -28,6 +28,8 @@ void linear_forward(const SparseWeight& w, const float* bias, ConstMatrixView x,
 // The same with X's `tokens` rows made on the fly while it is packed (see pack_tokens_from).
 void linear_forward_from(const SparseWeight& w, const float* bias, int64_t tokens, const TokenRows& x, MatrixView y,
                          LinearWorkspace& ws);
+// The same on the X that ws holds packed from an earlier forward (another weight, the same input).
+void linear_forward_packed(const SparseWeight& w, const float* bias, const LinearWorkspace& ws, MatrixView y);
 
 // From dY [T x out] and the X packed by the last forward: dX = dY W (skipped when dx.data is null),
 // dvalues (+)= dW at the stored entries, dbias (+)= column sums of dY (skipped when null).
