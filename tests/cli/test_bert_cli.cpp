@@ -207,6 +207,57 @@ TEST(CliBert, WordPieceWithoutNextSentenceAndBenchTrainCountsEveryInputToken) {
   EXPECT_EQ(j["sparse_layer_count"], 2 * 3);  // attention.output, intermediate and output dense of each layer
 }
 
+// A run started from an exported BERT (`model.init_from: hf:DIR`): config.json gives the sizes the
+// YAML leaves out, the masks of the export come back with init_method from_zeros, and a size the
+// YAML gives differently is refused at its key.
+TEST(CliBert, StartsFromAnExportedBert) {
+  const fs::path root = fs::temp_directory_path() / "sparsetrain_cli_bert_init_from";
+  make_corpus(root);
+  const std::string sparsity =
+      "sparsity: {algorithm: static, sparsity: 0.7, format: csr, init_method: from_zeros, param_filter: "
+      "[\"bert.encoder.layer.*.dense.weight\"]}\n";
+  const fs::path first = tiny_bert_config(root, "first", "byte", "max_steps: 2, checkpoint_steps: 2", sparsity);
+  const CliResult a =
+      run_cli({"train", "--params", first.string(), "--model_dir", (root / "first").string()}, kOneThread);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const CliResult x = run_cli(
+      {"export", "--model_dir", (root / "first").string(), "--format", "hf", "--out", (root / "first_hf").string()});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+
+  // Only the model's name and init_from: every size comes from config.json.
+  const fs::path second = root / "second.yaml";
+  {
+    std::string text = read_file(first.string());
+    text.replace(0, text.find('\n'), "model: {name: bert, init_from: hf:first_hf}");
+    std::ofstream(second) << text;
+  }
+  const CliResult b =
+      run_cli({"train", "--params", second.string(), "--model_dir", (root / "second").string(), "--max_steps", "1"},
+              kOneThread);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("starting from the Hugging Face weights of " + (root / "first_hf").string()), std::string::npos)
+      << b.out;
+  EXPECT_NE(b.out.find("bert: 2 layers, 2 heads, width 16, intermediate 32, positions 24"), std::string::npos) << b.out;
+  const StateDict exported = read_safetensors((root / "first_hf/masks.safetensors").string()).tensors;
+  const StateDict started = read_safetensors((root / "second/checkpoint_1.safetensors").string()).tensors;
+  ASSERT_EQ(exported.tensors.size(), 6u);  // attention.output, intermediate and output dense of two layers
+  for (const StateTensor& mask : exported.tensors) {
+    const StateTensor* got = started.find(mask.name);
+    ASSERT_NE(got, nullptr) << mask.name;
+    EXPECT_EQ(got->keep, mask.keep) << mask.name;
+  }
+
+  std::string text = read_file(second.string());
+  text.replace(text.find("init_from"), 0, "hidden_size: 32, ");
+  std::ofstream(second) << text;
+  const CliResult c = run_cli({"config", "--params", second.string()}, kOneThread);
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_NE(c.err.find("second.yaml:1:34: model.hidden_size: 32, but " + (root / "first_hf/config.json").string() +
+                       " has hidden_size 16; leave model.hidden_size out to take config.json's value"),
+            std::string::npos)
+      << c.err;
+}
+
 TEST(CliBert, ConfigErrorsNameTheKey) {
   const fs::path root = fs::temp_directory_path() / "sparsetrain_cli_bert_errors";
   make_corpus(root);

@@ -10,6 +10,7 @@
 
 #include "sparsetrain/config/yaml_reader.h"
 #include "sparsetrain/core/read_file.h"
+#include "sparsetrain/hf/bert_config.h"
 #include "sparsetrain/hf/pretrained_dir.h"
 
 namespace sparsetrain {
@@ -81,6 +82,7 @@ const std::vector<std::string> kBertKeys = {"name",
                                             "initializer_range",
                                             "disable_nsp",
                                             "sparse_init",
+                                            "init_from",
                                             "mixed_precision",
                                             "fp16_type"};
 const std::vector<std::string> kMlpKeys = {"name",
@@ -230,36 +232,77 @@ std::string init_from_dir(const std::string& text, const std::filesystem::path& 
 }
 
 // model.init_from: the pretrained model's config.json gives every model key the YAML leaves out,
-// and one the YAML gives must have its value; the loaded weights keep their values under a
-// sparse mask unless sparse_init says otherwise.
-void resolve_init_from(TrainConfig& c) {
-  auto* gpt = std::get_if<GptConfig>(&c.model);
-  if (gpt == nullptr) fail("only a gpt model can start from a Hugging Face GPT-2 (model.init_from)");
-  const GptConfig hf = read_hf_gpt2_config(c.init_from);
-  const std::string json_file = (std::filesystem::path(c.init_from) / "config.json").string();
-  auto take = [&](const char* key, auto& field, auto value) {
-    const auto at = c.model_keys_at.find(key);
-    if (at == c.model_keys_at.end()) {
+// and one the YAML gives must have its value (a model cannot be resized or changed on loading;
+// dropout and initializer_range change no weight and may differ); the loaded weights keep their
+// values under a sparse mask unless sparse_init says otherwise.
+class InitFrom {
+ public:
+  explicit InitFrom(TrainConfig& c)
+      : c_(c), json_file_((std::filesystem::path(c.init_from) / "config.json").string()) {}
+
+  // `field` = config.json's `value` where the YAML leaves `key` out; else they must agree.
+  // `show` writes a value in the message.
+  template <typename T, typename Show = decltype([](const T& v) { return fmt::format("{}", v); })>
+  void take(const char* key, T& field, const T& value, Show show = {}) {
+    const auto at = c_.model_keys_at.find(key);
+    if (at == c_.model_keys_at.end()) {
       field = value;
       return;
     }
     if (field != value)  // located at the YAML key already
       throw config::ConfigError(fmt::format(
           "{}: {}, but {} has {} {}; leave model.{} out to take config.json's value, or start from another model",
-          at->second, field, json_file, key, value, key));
-  };
-  take("vocab_size", gpt->vocab_size, hf.vocab_size);
-  take("n_positions", gpt->context, hf.context);
-  take("n_layer", gpt->layers, hf.layers);
-  take("n_head", gpt->heads, hf.heads);
-  take("n_embd", gpt->embed, hf.embed);
-  take("layer_norm_epsilon", gpt->layer_norm_eps, hf.layer_norm_eps);
-  if (!c.model_keys_at.contains("initializer_range")) gpt->init_std = hf.init_std;  // unused by loaded weights
-  if (!c.model_keys_at.contains("vocab_size")) {
-    c.model_sets_vocab = true;
-    c.vocab_size_at = json_file + ": vocab_size";
+          at->second, show(field), json_file_, key, show(value), key));
   }
-  if (!c.model_keys_at.contains("sparse_init")) c.sparse_init = SparseInit::Dense;
+
+  // `field` = `value` where the YAML leaves `key` out.
+  template <typename T>
+  void default_to(const char* key, T& field, const T& value) {
+    if (!c_.model_keys_at.contains(key)) field = value;
+  }
+
+  void finish() {
+    if (!c_.model_keys_at.contains("vocab_size")) {
+      c_.model_sets_vocab = true;
+      c_.vocab_size_at = json_file_ + ": vocab_size";
+    }
+    if (!c_.model_keys_at.contains("sparse_init")) c_.sparse_init = SparseInit::Dense;
+  }
+
+ private:
+  TrainConfig& c_;
+  std::string json_file_;
+};
+
+void resolve_init_from(TrainConfig& c) {
+  InitFrom from(c);
+  if (auto* gpt = std::get_if<GptConfig>(&c.model)) {
+    const GptConfig hf = read_hf_gpt2_config(c.init_from);
+    from.take("vocab_size", gpt->vocab_size, hf.vocab_size);
+    from.take("n_positions", gpt->context, hf.context);
+    from.take("n_layer", gpt->layers, hf.layers);
+    from.take("n_head", gpt->heads, hf.heads);
+    from.take("n_embd", gpt->embed, hf.embed);
+    from.take("layer_norm_epsilon", gpt->layer_norm_eps, hf.layer_norm_eps);
+    from.default_to("initializer_range", gpt->init_std, hf.init_std);  // unused by loaded weights
+  } else if (auto* bert = std::get_if<BertConfig>(&c.model)) {
+    const BertConfig hf = read_hf_bert_config(c.init_from);
+    from.take("vocab_size", bert->vocab_size, hf.vocab_size);
+    from.take("hidden_size", bert->hidden, hf.hidden);
+    from.take("num_hidden_layers", bert->layers, hf.layers);
+    from.take("num_attention_heads", bert->heads, hf.heads);
+    from.take("intermediate_size", bert->intermediate, hf.intermediate);
+    from.take("max_position_embeddings", bert->max_positions, hf.max_positions);
+    from.take("type_vocab_size", bert->type_vocab_size, hf.type_vocab_size);
+    from.take("hidden_act", bert->act, hf.act, [](Activation a) { return fmt::format("'{}'", hf_hidden_act(a)); });
+    from.take("layer_norm_eps", bert->layer_norm_eps, hf.layer_norm_eps);
+    from.default_to("hidden_dropout_prob", bert->hidden_dropout, hf.hidden_dropout);
+    from.default_to("attention_probs_dropout_prob", bert->attention_dropout, hf.attention_dropout);
+    from.default_to("initializer_range", bert->init_std, hf.init_std);
+  } else {
+    fail("only a gpt or a bert model can start from a Hugging Face model (model.init_from)");
+  }
+  from.finish();
 }
 
 // The keys of BERT's masked-language-modelling data: no other model reads them.

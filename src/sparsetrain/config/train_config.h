@@ -83,10 +83,11 @@ struct TrainConfig {
   std::string text;  // the YAML as written, copied into the model directory
   ModelConfig model;
   bool model_sets_vocab = false;  // gpt, bert: vocab_size given (else the tokenizer's)
-  std::string vocab_size_at;      // gpt: "cfg.yaml:3:15: model.vocab_size" where it is given
-  // gpt: model.init_from's directory (absolute; empty: none), the Hugging Face GPT-2 whose weights
-  // the run starts from. Its config.json fills the model keys the YAML leaves out, and a key the
-  // YAML gives must agree with it; sparse_init defaults to dense, keeping the pretrained values.
+  std::string vocab_size_at;      // gpt, bert: "cfg.yaml:3:15: model.vocab_size" where it is given
+  // gpt, bert: model.init_from's directory (absolute; empty: none), the Hugging Face GPT-2 or BERT
+  // whose weights the run starts from. Its config.json fills the model keys the YAML leaves out,
+  // and a key the YAML gives must agree with it (but for those that change no weight: dropout,
+  // initializer_range); sparse_init defaults to dense, keeping the pretrained values.
   std::string init_from;
   std::map<std::string, std::string> model_keys_at;  // each key the YAML's model section gives -> where
   SparseInit sparse_init = SparseInit::Scaled;       // model.sparse_init

@@ -1,14 +1,12 @@
 #include "sparsetrain/hf/gpt2_tensors.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include <algorithm>
-#include <cmath>
 #include <map>
 #include <optional>
 
 #include "sparsetrain/core/error.h"
+#include "sparsetrain/hf/tensor_checks.h"
 
 namespace sparsetrain {
 
@@ -25,8 +23,6 @@ std::vector<T> transposed(const std::vector<T>& v, int64_t rows, int64_t cols) {
       out[static_cast<std::size_t>(c * rows + r)] = v[static_cast<std::size_t>(r * cols + c)];
   return out;
 }
-
-std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 // The state's tensor `name`; an Error when it is missing (a model that is not GPT-2 shaped).
 const StateTensor& required(const StateDict& state, const std::string& name) {
@@ -115,24 +111,16 @@ StateDict from_hf_gpt2(const StateDict& hf, const GptConfig& config, const std::
     const auto it = index.find(std::string(bare));
     if (it == index.end() || t.is_mask)
       fail("{}: unexpected tensor '{}' {}: not part of the GPT-2 that {} describes ({})", file, t.name,
-           shape_text(t.shape), config_file, config_values);
+           hf_shape_text(t.shape), config_file, config_values);
     const HfGpt2Tensor& spec = specs[it->second];
-    if (found[it->second] != nullptr)
-      fail("{}: tensor '{}' is there twice, as '{}' and '{}'", file, spec.name, found[it->second]->name, t.name);
-    if (t.shape != spec.hf_shape)
-      fail("{}: tensor '{}' has shape {}, but {} makes it {} = {} ({})", file, t.name, shape_text(t.shape), config_file,
-           spec.dims, shape_text(spec.hf_shape), config_values);
-    const auto bad = std::ranges::find_if(t.values, [](float v) { return !std::isfinite(v); });
-    if (bad != t.values.end())
-      fail("{}: tensor '{}' holds the non-finite value {} (value {})", file, t.name, *bad, bad - t.values.begin());
-    found[it->second] = &t;
+    hf_take_tensor(t, found[it->second], spec.name, spec.hf_shape, spec.dims, file, config_file, config_values);
   }
   StateDict out;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const HfGpt2Tensor& spec = specs[i];
     if (found[i] == nullptr)
       fail("{}: no tensor '{}' (or '{}'), {} = {}, which the GPT-2 of {} has ({})", file, spec.name,
-           spec.name.substr(kPrefix.size()), spec.dims, shape_text(spec.hf_shape), config_file, config_values);
+           spec.name.substr(kPrefix.size()), spec.dims, hf_shape_text(spec.hf_shape), config_file, config_values);
     StateTensor t{spec.name, spec.hf_shape, false, found[i]->values, {}};
     if (spec.conv1d) {
       t.values = transposed(t.values, spec.hf_shape[0], spec.hf_shape[1]);

@@ -10,6 +10,7 @@
 #include "sparsetrain/core/read_file.h"
 #include "sparsetrain/data/mlm_examples.h"
 #include "sparsetrain/hf/bert_config.h"
+#include "sparsetrain/hf/bert_tensors.h"
 #include "sparsetrain/hf/gpt2_config.h"
 #include "sparsetrain/hf/gpt2_tensors.h"
 #include "sparsetrain/hf/tokenizer_files.h"
@@ -58,9 +59,10 @@ namespace {
 
 std::string config_path(const std::string& dir) { return (fs::path(dir) / "config.json").string(); }
 
-}  // namespace
-
-GptConfig read_hf_gpt2_config(const std::string& dir) {
+// The parsed config.json of the model directory `dir`, once the directory is known to hold the
+// weights sparsetrain reads (one model.safetensors); `auto_class` is transformers' class whose
+// save_pretrained the pickle's message suggests.
+json read_hf_config_json(const std::string& dir, const char* auto_class) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     fail("hf:{}: {}", dir,
@@ -71,8 +73,8 @@ GptConfig read_hf_gpt2_config(const std::string& dir) {
       fail(
           "hf:{}: has its weights only as pytorch_model.bin, a Python pickle, which sparsetrain does not read (loading "
           "a pickle runs code); convert it to model.safetensors with transformers: python3 -c \"from transformers "
-          "import AutoModelForCausalLM as M; M.from_pretrained('{}').save_pretrained('{}', safe_serialization=True)\"",
-          dir, dir, dir);
+          "import {} as M; M.from_pretrained('{}').save_pretrained('{}', safe_serialization=True)\"",
+          dir, auto_class, dir, dir);
     if (fs::exists(d / "model.safetensors.index.json", ec))
       fail(
           "hf:{}: the weights are sharded (model.safetensors.index.json); sparsetrain reads one model.safetensors: "
@@ -83,19 +85,37 @@ GptConfig read_hf_gpt2_config(const std::string& dir) {
   }
   const std::string path = config_path(dir);
   if (!fs::exists(path, ec)) fail("hf:{}: no config.json beside model.safetensors", dir);
-  json j;
   try {
-    j = json::parse(read_file(path));
+    return json::parse(read_file(path));
   } catch (const json::exception& e) {
     fail("{}: not valid JSON: {}", path, json_parse_problem(e));
   }
-  return hf_gpt2_config_from_json(j, path);
+}
+
+std::string weights_path(const std::string& dir) { return (fs::path(dir) / "model.safetensors").string(); }
+
+}  // namespace
+
+GptConfig read_hf_gpt2_config(const std::string& dir) {
+  return hf_gpt2_config_from_json(read_hf_config_json(dir, "AutoModelForCausalLM"), config_path(dir));
 }
 
 StateDict read_hf_gpt2_weights(const std::string& dir) {
   const GptConfig config = read_hf_gpt2_config(dir);
-  const std::string path = (fs::path(dir) / "model.safetensors").string();
+  const std::string path = weights_path(dir);
   return from_hf_gpt2(read_safetensors(path).tensors, config, path, config_path(dir));
+}
+
+BertConfig read_hf_bert_config(const std::string& dir) {
+  return hf_bert_config_from_json(read_hf_config_json(dir, "AutoModelForPreTraining"), config_path(dir));
+}
+
+StateDict read_hf_bert_weights(const std::string& dir, bool next_sentence) {
+  BertConfig config = read_hf_bert_config(dir);
+  config.next_sentence = next_sentence;
+  const std::string path = weights_path(dir);
+  // transformers before 4.31 saved the embeddings' position index table (int64) with the weights.
+  return from_hf_bert(read_safetensors(path, {"bert.embeddings.position_ids"}).tensors, config, path, config_path(dir));
 }
 
 }  // namespace sparsetrain

@@ -1,6 +1,6 @@
 #pragma once
 // A Hugging Face model directory holding a GPT-2 or a BERT: what `sparsetrain export --format hf`
-// writes, and for a GPT-2 what `model.init_from: hf:DIR` reads
+// writes, and what `model.init_from: hf:DIR` reads
 // (docs/formats.md#hugging-face-model-directories).
 //
 //   config.json          GPT2Config's fields (hf/gpt2_config.h) or BertConfig's (hf/bert_config.h)
@@ -37,5 +37,14 @@ GptConfig read_hf_gpt2_config(const std::string& dir);
 // The weights of the GPT-2 in `dir` under sparsetrain's names and layout, checked against
 // read_hf_gpt2_config(dir) (hf/gpt2_tensors.h: from_hf_gpt2).
 StateDict read_hf_gpt2_weights(const std::string& dir);
+
+// The config of the Hugging Face BERT in `dir`, refused as read_hf_gpt2_config refuses
+// (hf/bert_config.h: hf_bert_config_from_json); next_sentence on.
+BertConfig read_hf_bert_config(const std::string& dir);
+
+// The weights of the BERT in `dir` under sparsetrain's names, checked against
+// read_hf_bert_config(dir) with the next-sentence head when `next_sentence` (hf/bert_tensors.h:
+// from_hf_bert).
+StateDict read_hf_bert_weights(const std::string& dir, bool next_sentence);
 
 }  // namespace sparsetrain

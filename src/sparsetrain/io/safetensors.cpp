@@ -158,7 +158,8 @@ std::string escaped(std::string_view s) {
 
 }  // namespace
 
-SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std::string& name) {
+SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std::string& name,
+                                       const std::set<std::string>& left_out) {
   const uint64_t size = bytes.size();
   if (size == 0) fail("{}: empty file (0 bytes); a safetensors file starts with an 8-byte header length", name);
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -228,6 +229,7 @@ SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std
     fail("{}: {} trailing byte{} at offset {} after the last tensor's data", name, buffer_size - covered,
          buffer_size - covered == 1 ? "" : "s", data_start + covered);
 
+  std::erase_if(entries, [&](const Entry& e) { return left_out.contains(e.name); });
   for (const Entry& e : entries)
     if (e.dtype != "F32" && e.dtype != "BOOL")
       fail("{}: tensor '{}' has dtype {}; sparsetrain reads F32 values and BOOL masks only", name, e.name, e.dtype);
@@ -254,9 +256,9 @@ SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std
   return result;
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
+SafetensorsFile read_safetensors(const std::string& path, const std::set<std::string>& left_out) {
   const std::string bytes = read_file(path);
-  return read_safetensors_bytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, path);
+  return read_safetensors_bytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, path, left_out);
 }
 
 void write_safetensors(const std::string& path, const StateDict& tensors,

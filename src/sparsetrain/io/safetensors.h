@@ -6,6 +6,7 @@
 // every check the reader makes.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 
@@ -28,9 +29,12 @@ struct SafetensorsFile {
 
 // Reads and strictly validates a whole file; errors name `path` and the offset or tensor.
 // Only F32 (values) and BOOL (masks) tensors convert to a StateDict; other standard dtypes are
-// validated and then refused by name.
-SafetensorsFile read_safetensors(const std::string& path);
+// validated and then refused by name. A tensor named in `left_out` (a buffer a reader does not
+// use, such as an integer index table) is validated like any other and then left out, whatever
+// its dtype.
+SafetensorsFile read_safetensors(const std::string& path, const std::set<std::string>& left_out = {});
 // The same on bytes in memory; `name` stands for the file in messages.
-SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std::string& name);
+SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std::string& name,
+                                       const std::set<std::string>& left_out = {});
 
 }  // namespace sparsetrain

@@ -186,7 +186,9 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
   // magnitude init_method (topk) keeps the largest pretrained weights.
   if (!c.init_from.empty()) {
     try {
-      s.model->load_state_dict(read_hf_gpt2_weights(c.init_from), /*strict=*/true);
+      s.model->load_state_dict(
+          bert != nullptr ? read_hf_bert_weights(c.init_from, bert->next_sentence) : read_hf_gpt2_weights(c.init_from),
+          /*strict=*/true);
     } catch (const Error& e) {
       fail("{}: model.init_from: {}", c.file, e.what());
     }

@@ -398,6 +398,25 @@ TEST(SafetensorsRead, RejectsBadMetadataAndMaskBytes) {
             fmt::format("t.safetensors: tensor 'm': BOOL byte 2 at offset {} is not 0 or 1", 8 + header.size() + 1));
 }
 
+// A tensor a reader names as left out (an int64 buffer beside the weights) is validated with the
+// others, then dropped whatever its dtype; without the name its dtype is refused.
+TEST(SafetensorsRead, LeavesOutNamedTensorsAfterValidatingThem) {
+  const std::string header = object_of({entry("ids", "I64", "[2]", 0, 16), entry("w", "F32", "[1]", 16, 20)});
+  std::vector<uint8_t> data(20, 0);
+  data[8] = 1;
+  data[18] = 0x80;
+  data[19] = 0x3f;  // w = 1.0f
+  const SafetensorsFile read = read_safetensors_bytes(file_of(header, data), kName, {"ids"});
+  ASSERT_EQ(read.tensors.tensors.size(), 1u);
+  EXPECT_EQ(read.tensors.tensors[0].name, "w");
+  EXPECT_EQ(read.tensors.tensors[0].values, std::vector<float>{1.0f});
+  EXPECT_EQ(read_error(file_of(header, data)),
+            "t.safetensors: tensor 'ids' has dtype I64; sparsetrain reads F32 values and BOOL masks only");
+  const std::string overlapping = object_of({entry("ids", "I64", "[2]", 0, 16), entry("w", "F32", "[1]", 12, 16)});
+  EXPECT_EQ(error_of([&] { read_safetensors_bytes(file_of(overlapping, std::vector<uint8_t>(16)), kName, {"ids"}); }),
+            "t.safetensors: tensor 'w' at data_offsets [12, 16] overlaps tensor 'ids' at [0, 16]");
+}
+
 // Every truncation and many single-byte corruptions of a valid file end in an Error or a valid
 // result, never in another exception or a crash.
 TEST(SafetensorsRead, SurvivesTruncationAndCorruption) {
