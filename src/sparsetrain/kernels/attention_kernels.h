@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sparsetrain/core/precision.h"
+
 namespace sparsetrain {
 
 // Row stride of S: T rounded up to a whole vector of the widest ISA.
@@ -44,13 +46,16 @@ using AttentionRowsFn = void(int64_t T, int64_t D, AttentionMask m, float alpha,
 using AttentionColsFn = AttentionRowsFn;
 
 // The implementations for heads of D channels: the first usable of avx512 -> avx2 -> ref for
-// each (see kernel_list.h and attention_list.cpp; SPARSETRAIN_VERBOSE=dispatch names them).
+// each (see kernel_list.h and attention_list.cpp; SPARSETRAIN_VERBOSE=dispatch names them). In
+// bf16 the list starts with avx512_bf16, whose products take operands rounded to bf16 (the
+// float32 arguments are rounded inside), accumulated in float32; without AVX512-BF16 the float32
+// entries run, as rounding without vdpbf16ps costs what it saves.
 struct AttentionKernels {
   AttentionScoresFn* scores;
   AttentionRowsFn* rows;
   AttentionColsFn* cols;
 };
-AttentionKernels attention_kernels(int64_t D);
+AttentionKernels attention_kernels(int64_t D, Precision precision = Precision::Fp32);
 
 #define SPARSETRAIN_DECLARE_ATTENTION_KERNELS(isa) \
   namespace isa {                                  \
@@ -62,6 +67,14 @@ AttentionKernels attention_kernels(int64_t D);
 SPARSETRAIN_DECLARE_ATTENTION_KERNELS(ref)
 SPARSETRAIN_DECLARE_ATTENTION_KERNELS(avx2)
 SPARSETRAIN_DECLARE_ATTENTION_KERNELS(avx512)
+SPARSETRAIN_DECLARE_ATTENTION_KERNELS(avx512_bf16)
 #undef SPARSETRAIN_DECLARE_ATTENTION_KERNELS
+
+// The bf16 oracle: ref's loops with every operand rounded to bf16 first.
+namespace ref {
+AttentionScoresFn attention_scores_bf16;
+AttentionRowsFn attention_rows_bf16;
+AttentionColsFn attention_cols_bf16;
+}  // namespace ref
 
 }  // namespace sparsetrain

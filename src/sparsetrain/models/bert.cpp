@@ -174,6 +174,7 @@ std::array<Linear*, 6> Bert::encoder_linears(std::size_t l) const {
 
 void Bert::set_precision(Precision precision) {
   head_precision_ = precision;
+  shape_.precision = precision;  // the attention products
   for (std::size_t l = 0; l < layers_.size(); ++l)
     for (Linear* lin : encoder_linears(l)) lin->set_precision(precision);
   transform_->set_precision(precision);
@@ -203,6 +204,7 @@ void Bert::resize(int64_t rows, int64_t seq) {
   const int64_t c = config_.hidden, inter = config_.intermediate, bt = rows * seq;
   const auto n = static_cast<std::size_t>(bt);
   shape_ = {rows, seq, config_.heads, c};
+  shape_.precision = head_precision_;
   shape_.causal = false;
   emb_sum_ = Matrix(bt, c);
   emb_mean_.assign(n, 0.0f);

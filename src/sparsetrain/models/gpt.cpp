@@ -104,6 +104,7 @@ void Gpt::resize(int64_t rows, int64_t seq) {
   if (!residual_.empty() && shape_.batch == rows && shape_.seq == seq) return;  // buffers fit already
   const int64_t c = config_.embed, bt = rows * seq;
   shape_ = {rows, seq, config_.heads, c};
+  shape_.precision = head_precision_;
   residual_.clear();
   residual_.resize(static_cast<std::size_t>(config_.layers + 1));
   for (Matrix& r : residual_) r = Matrix(bt, c);
@@ -172,6 +173,7 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
 
 void Gpt::set_precision(Precision precision) {
   head_precision_ = precision;
+  shape_.precision = precision;  // the attention products
   for (Block* b : blocks_)
     for (Linear* lin : {&b->attn.c_attn, &b->attn.c_proj, &b->mlp.c_fc, &b->mlp.c_proj}) lin->set_precision(precision);
 }

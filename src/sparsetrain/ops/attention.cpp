@@ -136,7 +136,7 @@ void attention_forward(const AttentionShape& s, ConstMatrixView qkv, MatrixView 
   check_view("attention_forward", "out", out, B * T, C);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const int64_t pairs = B * H, lds = attention_score_stride(T);
-  const AttentionKernels kernel = attention_kernels(D);
+  const AttentionKernels kernel = attention_kernels(D, s.precision);
 
   parallel_run(static_cast<int>(std::min<int64_t>(pairs, num_threads())), [&](int ith, int nth) {
     int64_t p0 = 0, p1 = 0;
@@ -182,7 +182,7 @@ void attention_backward(const AttentionShape& s, ConstMatrixView dout, ConstMatr
   check_view("attention_backward", "dqkv", dqkv, B * T, 3 * C);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const int64_t pairs = B * H, lds = attention_score_stride(T);
-  const AttentionKernels kernel = attention_kernels(D);
+  const AttentionKernels kernel = attention_kernels(D, s.precision);
 
   parallel_run(static_cast<int>(std::min<int64_t>(pairs, num_threads())), [&](int ith, int nth) {
     int64_t p0 = 0, p1 = 0;

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "sparsetrain/core/philox.h"
+#include "sparsetrain/core/precision.h"
 #include "sparsetrain/core/tensor.h"
 
 namespace sparsetrain {
@@ -40,6 +41,10 @@ struct AttentionShape {
   float dropout = 0.0f;
   const Philox* rng = nullptr;
   int64_t first_row = 0;
+  // Bf16: the five products take bf16-rounded operands (q, k, v, the probabilities, the output's
+  // and the scores' gradients) with float32 accumulation, where the CPU has AVX512-BF16
+  // (kernels/attention_kernels.h); the softmax, its backward pass and dropout stay float32.
+  Precision precision = Precision::Fp32;
 
   int64_t head_dim() const { return channels / heads; }
   int64_t probs_size() const { return batch * heads * seq * seq; }

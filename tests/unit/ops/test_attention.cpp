@@ -1,8 +1,10 @@
-// Self-attention, causal and bidirectional, with and without padding, against a float64
-// reference: outputs, saved probabilities (layout probs[((b*H + h)*T + t)*T + s]), the backward
-// pass analytically and by central differences, strided views, causality under a non-finite
-// future token, padding under non-finite padded keys and values, thread-count independence and
-// the errors for bad shapes and lengths.
+// Self-attention, causal and bidirectional, with and without padding, in float32 and bf16, against
+// a float64 reference: outputs, saved probabilities (layout probs[((b*H + h)*T + t)*T + s]), the
+// backward pass analytically and by central differences, strided views, causality under a
+// non-finite future token, padding under non-finite padded keys and values, thread-count
+// independence and the errors for bad shapes and lengths. In bf16 on a CPU with AVX512-BF16 the
+// reference rounds every product's operands to bf16 as the kernels do; each kernel is also checked
+// alone against the float64 products of rounded operands, as is the bf16 oracle.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include "layer_ops_testing.h"
+#include "sparsetrain/core/bf16.h"
+#include "sparsetrain/kernels/attention_kernels.h"
 #include "sparsetrain/ops/attention.h"
 
 namespace sparsetrain {
@@ -33,8 +37,16 @@ struct AttRef {
   std::vector<double> probs;  // [B*H*T*T]
 };
 
+// An operand of a product as the kernels see it: rounded to bf16 (from float) when `round`.
+double operand(double v, bool round) { return round ? round_bf16(static_cast<float>(v)) : v; }
+
+// The kernels round the products' operands in bf16 precision where the CPU has AVX512-BF16; the
+// float32 entries run elsewhere.
+bool rounds(const AttentionShape& s) { return s.precision == Precision::Bf16 && isa_usable(CpuIsa::Avx512Bf16); }
+
 // qkv dense [B*T x 3C] in float64.
 AttRef att_forward_ref(const AttentionShape& s, const std::vector<double>& qkv) {
+  const bool r16 = rounds(s);
   const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
   AttRef r{std::vector<double>(static_cast<size_t>(B * T * C)),
            std::vector<double>(static_cast<size_t>(s.probs_size()))};
@@ -49,7 +61,7 @@ AttRef att_forward_ref(const AttentionShape& s, const std::vector<double>& qkv) 
         for (int64_t j = 0; j < n; ++j) {
           const double* k = &qkv[static_cast<size_t>((b * T + j) * 3 * C + C + h * D)];
           double dot = 0.0;
-          for (int64_t d = 0; d < D; ++d) dot += q[d] * k[d];
+          for (int64_t d = 0; d < D; ++d) dot += operand(q[d], r16) * operand(k[d], r16);
           row[j] = dot * scale;
           maxv = std::max(maxv, row[j]);
         }
@@ -60,7 +72,7 @@ AttRef att_forward_ref(const AttentionShape& s, const std::vector<double>& qkv) 
         double* o = &r.out[static_cast<size_t>((b * T + t) * C + h * D)];
         for (int64_t j = 0; j < n; ++j) {
           const double* v = &qkv[static_cast<size_t>((b * T + j) * 3 * C + 2 * C + h * D)];
-          for (int64_t d = 0; d < D; ++d) o[d] += p[j] * v[d];
+          for (int64_t d = 0; d < D; ++d) o[d] += operand(p[j], r16) * operand(v[d], r16);
         }
       }
   return r;
@@ -71,6 +83,8 @@ std::vector<double> att_backward_ref(const AttentionShape& s, const std::vector<
                                      const std::vector<double>& qkv) {
   const int64_t B = s.batch, T = s.seq, H = s.heads, C = s.channels, D = s.head_dim();
   const AttRef f = att_forward_ref(s, qkv);
+  const bool r16 = rounds(s);
+  const auto rd = [r16](double v) { return operand(v, r16); };
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   std::vector<double> dqkv(qkv.size(), 0.0), ds(static_cast<size_t>(T));
   auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
@@ -85,20 +99,25 @@ std::vector<double> att_backward_ref(const AttentionShape& s, const std::vector<
         double dot = 0.0;
         for (int64_t j = 0; j < n; ++j) {
           double dp = 0.0;
-          for (int64_t d = 0; d < D; ++d) dp += dy[d] * qkv[at(b, j, 2, h) + d];
+          for (int64_t d = 0; d < D; ++d) dp += rd(dy[d]) * rd(qkv[at(b, j, 2, h) + d]);
           ds[j] = dp;
           dot += p[j] * dp;
-          for (int64_t d = 0; d < D; ++d) dqkv[at(b, j, 2, h) + d] += p[j] * dy[d];  // dv
+          for (int64_t d = 0; d < D; ++d) dqkv[at(b, j, 2, h) + d] += rd(p[j]) * rd(dy[d]);  // dv
         }
         for (int64_t j = 0; j < n; ++j) {
-          const double g = p[j] * (ds[j] - dot) * scale;
+          const double g = rd(p[j] * (ds[j] - dot));
           for (int64_t d = 0; d < D; ++d) {
-            dqkv[at(b, t, 0, h) + d] += g * qkv[at(b, j, 1, h) + d];  // dq
-            dqkv[at(b, j, 1, h) + d] += g * qkv[at(b, t, 0, h) + d];  // dk
+            dqkv[at(b, t, 0, h) + d] += g * rd(qkv[at(b, j, 1, h) + d]) * scale;  // dq
+            dqkv[at(b, j, 1, h) + d] += g * rd(qkv[at(b, t, 0, h) + d]) * scale;  // dk
           }
         }
       }
   return dqkv;
+}
+
+AttentionShape with_precision(AttentionShape s, Precision precision) {
+  s.precision = precision;
+  return s;
 }
 
 struct Problem {
@@ -106,8 +125,8 @@ struct Problem {
   Padded qkv, out, dout, dqkv;
   std::vector<float> probs;
 
-  Problem(AttentionShape shape, uint64_t seed)
-      : s(shape),
+  Problem(AttentionShape shape, uint64_t seed, Precision precision = Precision::Fp32)
+      : s(with_precision(shape, precision)),
         qkv(s.batch * s.seq, 3 * s.channels, 3),
         out(s.batch * s.seq, s.channels, 2),
         dout(s.batch * s.seq, s.channels, 1),
@@ -167,23 +186,33 @@ std::vector<AttentionShape> all_shapes() {
   return shapes;
 }
 
-std::string name_of(const AttentionShape& s, CpuIsa isa) { return name_of(s) + " isa " + std::string(isa_name(isa)); }
+std::string name_of(const AttentionShape& s, CpuIsa isa) {
+  return name_of(s) + " isa " + std::string(isa_name(isa)) + " " + std::string(precision_name(s.precision));
+}
 
-// check(s, p) for every usable kernel ISA and every shape, with p after its forward pass and
-// the ISA still capped (so a backward pass in check runs on it too).
+const Precision kPrecisions[] = {Precision::Fp32, Precision::Bf16};
+
+// check(p.s, p) for every precision, usable kernel ISA and shape, with p after its forward pass
+// and the ISA still capped (so a backward pass in check runs on it too).
 template <class Check>
 void on_every_isa_and_shape(Check check) {
   const std::vector<AttentionShape> shapes = all_shapes();
-  for (CpuIsa isa : usable_isas())
-    for (const AttentionShape& s : shapes) {
-      SCOPED_TRACE(name_of(s, isa));
-      const IsaCap cap(isa);
-      Problem p(s, static_cast<uint64_t>(s.seq * 1000 + s.channels));
-      p.forward();
-      check(s, p);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
+  for (Precision precision : kPrecisions)
+    for (CpuIsa isa : usable_isas())
+      for (const AttentionShape& shape : shapes) {
+        const IsaCap cap(isa);
+        Problem p(shape, static_cast<uint64_t>(shape.seq * 1000 + shape.channels), precision);
+        SCOPED_TRACE(name_of(p.s, isa));
+        p.forward();
+        check(p.s, p);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
 }
+
+// Tolerances: float32 accumulation, or in bf16 the roundings of intermediate values (a
+// probability or a score gradient) the float64 reference may round the other way, by at most
+// half a bf16 step (2^-9 of its magnitude).
+double out_tolerance(const AttentionShape& s) { return rounds(s) ? kBf16Epsilon : 1e-6; }
 
 TEST(Attention, ForwardMatchesFloat64ReferenceOnEveryIsa) {
   on_every_isa_and_shape([](const AttentionShape& s, Problem& p) {
@@ -201,7 +230,7 @@ TEST(Attention, ForwardMatchesFloat64ReferenceOnEveryIsa) {
         }
     for (int64_t r = 0; r < s.batch * T; ++r)
       for (int64_t c = 0; c < s.channels; ++c)
-        ASSERT_TRUE(close(p.out.at(r, c), ref.out[static_cast<size_t>(r * s.channels + c)], 1e-5, 1e-6))
+        ASSERT_TRUE(close(p.out.at(r, c), ref.out[static_cast<size_t>(r * s.channels + c)], 1e-5, out_tolerance(s)))
             << "out " << r << "," << c;
     EXPECT_TRUE(p.out.padding_untouched());
   });
@@ -215,7 +244,8 @@ TEST(Attention, BackwardMatchesFloat64ReferenceOnEveryIsa) {
     ASSERT_GT(scale, 0.0);
     for (int64_t r = 0; r < p.dqkv.rows; ++r)
       for (int64_t c = 0; c < p.dqkv.cols; ++c)
-        ASSERT_TRUE(close(p.dqkv.at(r, c), ref[static_cast<size_t>(r * p.dqkv.cols + c)], 1e-4, 1e-5 * scale))
+        ASSERT_TRUE(close(p.dqkv.at(r, c), ref[static_cast<size_t>(r * p.dqkv.cols + c)], 1e-4,
+                          (rounds(s) ? kBf16Epsilon : 1e-5) * scale))
             << "dqkv " << r << "," << c;
     for (int64_t r = 0; r < p.dqkv.rows; ++r) {
       if (!padded(s, r / s.seq, r % s.seq)) continue;
@@ -258,65 +288,68 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
 // the backward pass no earlier query's gradient (keys' and values' gradients all see the last
 // query's NaN probabilities, and the other batch element sees nothing).
 TEST(Attention, FutureNaNDoesNotReachEarlierTokensOnEveryIsa) {
-  for (CpuIsa isa : usable_isas())
-    for (const AttentionShape& s :
-         {AttentionShape{2, 40, 2, 8}, AttentionShape{2, 40, 2, 40}, AttentionShape{1, 70, 1, 64}}) {
-      SCOPED_TRACE(name_of(s, isa));
-      const IsaCap cap(isa);
-      Problem p(s, 3);
-      const int64_t last = s.seq - 1;  // batch 0
-      for (int64_t c = 0; c < s.channels; ++c) {
-        p.qkv.at(last, s.channels + c) = kNaN;
-        p.qkv.at(last, 2 * s.channels + c) = kNaN;
-      }
-      p.forward();
-      for (int64_t r = 0; r < s.batch * s.seq; ++r)
+  for (Precision precision : kPrecisions)
+    for (CpuIsa isa : usable_isas())
+      for (AttentionShape s : {AttentionShape{2, 40, 2, 8}, AttentionShape{2, 40, 2, 40}, AttentionShape{1, 70, 1, 64},
+                               AttentionShape{2, 33, 1, 20}}) {
+        s.precision = precision;
+        SCOPED_TRACE(name_of(s, isa));
+        const IsaCap cap(isa);
+        Problem p(s, 3, precision);
+        const int64_t last = s.seq - 1;  // batch 0
         for (int64_t c = 0; c < s.channels; ++c) {
-          if (r == last) {
-            ASSERT_TRUE(std::isnan(p.out.at(r, c))) << c;
-          } else {
-            ASSERT_TRUE(std::isfinite(p.out.at(r, c))) << r << "," << c;
+          p.qkv.at(last, s.channels + c) = kNaN;
+          p.qkv.at(last, 2 * s.channels + c) = kNaN;
+        }
+        p.forward();
+        for (int64_t r = 0; r < s.batch * s.seq; ++r)
+          for (int64_t c = 0; c < s.channels; ++c) {
+            if (r == last) {
+              ASSERT_TRUE(std::isnan(p.out.at(r, c))) << c;
+            } else {
+              ASSERT_TRUE(std::isfinite(p.out.at(r, c))) << r << "," << c;
+            }
+          }
+        p.backward();
+        for (int64_t r = 0; r < s.batch * s.seq; ++r) {
+          const bool other_batch = r > last;
+          for (int64_t c = 0; c < s.channels; ++c) {
+            if (r == last) continue;
+            ASSERT_TRUE(std::isfinite(p.dqkv.at(r, c))) << "dq " << r << "," << c;
+            if (other_batch) {
+              ASSERT_TRUE(std::isfinite(p.dqkv.at(r, s.channels + c))) << "dk " << r << "," << c;
+              ASSERT_TRUE(std::isfinite(p.dqkv.at(r, 2 * s.channels + c))) << "dv " << r << "," << c;
+            }
           }
         }
-      p.backward();
-      for (int64_t r = 0; r < s.batch * s.seq; ++r) {
-        const bool other_batch = r > last;
-        for (int64_t c = 0; c < s.channels; ++c) {
-          if (r == last) continue;
-          ASSERT_TRUE(std::isfinite(p.dqkv.at(r, c))) << "dq " << r << "," << c;
-          if (other_batch) {
-            ASSERT_TRUE(std::isfinite(p.dqkv.at(r, s.channels + c))) << "dk " << r << "," << c;
-            ASSERT_TRUE(std::isfinite(p.dqkv.at(r, 2 * s.channels + c))) << "dv " << r << "," << c;
-          }
-        }
       }
-    }
 }
 
 // NaN in every padded key and value changes nothing: outputs (padded queries' included, which
 // see the real keys), probabilities and gradients are bitwise those of a run with finite
 // padding, and the padded keys' and values' gradients are zero.
 TEST(Attention, PaddedNaNDoesNotReachAnyTokenOnEveryIsa) {
-  for (CpuIsa isa : usable_isas())
-    for (const Padding& padding : kPadded) {
-      const AttentionShape s = padding.shape();
-      if (s.lengths == nullptr) continue;
-      SCOPED_TRACE(name_of(s, isa));
-      const IsaCap cap(isa);
-      Problem clean(s, 11), poisoned(s, 11);
-      for (int64_t r = 0; r < s.batch * s.seq; ++r)
-        if (padded(s, r / s.seq, r % s.seq))
-          for (int64_t c = s.channels; c < 3 * s.channels; ++c) poisoned.qkv.at(r, c) = kNaN;
-      for (Problem* p : {&clean, &poisoned}) {
-        p->forward();
-        p->backward();
+  for (Precision precision : kPrecisions)
+    for (CpuIsa isa : usable_isas())
+      for (const Padding& padding : kPadded) {
+        const AttentionShape s = with_precision(padding.shape(), precision);
+        if (s.lengths == nullptr) continue;
+        SCOPED_TRACE(name_of(s, isa));
+        const IsaCap cap(isa);
+        Problem clean(s, 11, precision), poisoned(s, 11, precision);
+        for (int64_t r = 0; r < s.batch * s.seq; ++r)
+          if (padded(s, r / s.seq, r % s.seq))
+            for (int64_t c = s.channels; c < 3 * s.channels; ++c) poisoned.qkv.at(r, c) = kNaN;
+        for (Problem* p : {&clean, &poisoned}) {
+          p->forward();
+          p->backward();
+        }
+        EXPECT_TRUE(bitwise_equal(clean.out.storage.data(), poisoned.out.storage.data(), clean.out.storage.size()));
+        EXPECT_TRUE(bitwise_equal(clean.probs.data(), poisoned.probs.data(), clean.probs.size()));
+        EXPECT_TRUE(bitwise_equal(clean.dqkv.storage.data(), poisoned.dqkv.storage.data(), clean.dqkv.storage.size()));
+        for (int64_t r = 0; r < s.batch * s.seq; ++r)
+          for (int64_t c = 0; c < s.channels; ++c) ASSERT_TRUE(std::isfinite(poisoned.out.at(r, c))) << r << "," << c;
       }
-      EXPECT_TRUE(bitwise_equal(clean.out.storage.data(), poisoned.out.storage.data(), clean.out.storage.size()));
-      EXPECT_TRUE(bitwise_equal(clean.probs.data(), poisoned.probs.data(), clean.probs.size()));
-      EXPECT_TRUE(bitwise_equal(clean.dqkv.storage.data(), poisoned.dqkv.storage.data(), clean.dqkv.storage.size()));
-      for (int64_t r = 0; r < s.batch * s.seq; ++r)
-        for (int64_t c = 0; c < s.channels; ++c) ASSERT_TRUE(std::isfinite(poisoned.out.at(r, c))) << r << "," << c;
-    }
 }
 
 TEST(Attention, ResultsDoNotDependOnTheThreadCount) {
@@ -324,18 +357,129 @@ TEST(Attention, ResultsDoNotDependOnTheThreadCount) {
   for (const AttentionShape& s :
        {AttentionShape{2, 70, 3, 24}, AttentionShape{1, 70, 1, 8}, AttentionShape{3, 96, 4, 64},
         AttentionShape{3, 70, 2, 24, false, lengths}, AttentionShape{3, 70, 2, 24, true, lengths}}) {
-    SCOPED_TRACE(name_of(s));
-    auto run = [&](int threads) {
-      ThreadCount guard(threads);
-      Problem p(s, 5);
-      p.forward();
-      p.backward();
-      return p;
-    };
-    const Problem one = run(1), two = run(2);
-    EXPECT_TRUE(bitwise_equal(one.out.storage.data(), two.out.storage.data(), one.out.storage.size()));
-    EXPECT_TRUE(bitwise_equal(one.probs.data(), two.probs.data(), one.probs.size()));
-    EXPECT_TRUE(bitwise_equal(one.dqkv.storage.data(), two.dqkv.storage.data(), one.dqkv.storage.size()));
+    for (Precision precision : kPrecisions) {
+      SCOPED_TRACE(name_of(with_precision(s, precision)));
+      auto run = [&](int threads) {
+        ThreadCount guard(threads);
+        Problem p(s, 5, precision);
+        p.forward();
+        p.backward();
+        return p;
+      };
+      const Problem one = run(1), two = run(2);
+      EXPECT_TRUE(bitwise_equal(one.out.storage.data(), two.out.storage.data(), one.out.storage.size()));
+      EXPECT_TRUE(bitwise_equal(one.probs.data(), two.probs.data(), one.probs.size()));
+      EXPECT_TRUE(bitwise_equal(one.dqkv.storage.data(), two.dqkv.storage.data(), one.dqkv.storage.size()));
+    }
+  }
+}
+
+// One product kernel's inputs: A and B (scores), P and X (rows, cols), with NaN wherever the
+// contract says the kernel does not read: P past end(t), keys and values past L.
+struct KernelProblem {
+  int64_t T, D;
+  AttentionMask m;
+  int64_t ld, ldp;
+  std::vector<float> a, b, p, x;
+
+  KernelProblem(int64_t t, int64_t d, AttentionMask mask, uint64_t seed)
+      : T(t), D(d), m(mask), ld(d + 3), ldp(attention_score_stride(t) + 5) {
+    for (auto* v : {&a, &b, &x}) v->assign(static_cast<size_t>(T * ld), kNaN);
+    p.assign(static_cast<size_t>(T * ldp), kNaN);
+    const Philox rng(seed, "att.kernel");
+    uint64_t i = 0;
+    auto draw = [&] { return rng.uniform(i++) * 2.0f - 1.0f; };
+    for (int64_t r = 0; r < T; ++r) {
+      for (int64_t c = 0; c < D; ++c) {
+        a[static_cast<size_t>(r * ld + c)] = draw();
+        if (r < m.keys) b[static_cast<size_t>(r * ld + c)] = draw();
+        x[static_cast<size_t>(r * ld + c)] = draw();
+      }
+      for (int64_t j = 0; j < m.end(r); ++j) p[static_cast<size_t>(r * ldp + j)] = draw() * 0.5f + 0.5f;
+    }
+  }
+  double at(const std::vector<float>& v, int64_t r, int64_t c, int64_t stride) const {
+    return round_bf16(v[static_cast<size_t>(r * stride + c)]);
+  }
+};
+
+// got against the float64 sum of `terms` products of rounded operands: within float32
+// accumulation of the sum of their magnitudes.
+::testing::AssertionResult sum_close(float got, double want, double magnitude) {
+  return close(got, want, 0.0, 2e-6 * magnitude + 1e-30);
+}
+
+void expect_bf16_products(const KernelProblem& k, const AttentionKernels& kernel) {
+  const int64_t T = k.T, D = k.D, lds = attention_score_stride(T);
+  const float alpha = 0.75f;
+  std::vector<float> s(static_cast<size_t>(T * lds), kNaN);
+  kernel.scores(T, D, k.m, alpha, k.a.data(), k.ld, k.b.data(), k.ld, s.data(), lds);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k.m.end(t); ++j) {
+      double want = 0.0, magnitude = 0.0;
+      for (int64_t d = 0; d < D; ++d) {
+        const double term = k.at(k.a, t, d, k.ld) * k.at(k.b, j, d, k.ld);
+        want += term;
+        magnitude += std::abs(term);
+      }
+      ASSERT_TRUE(sum_close(s[static_cast<size_t>(t * lds + j)], alpha * want, alpha * magnitude))
+          << "scores t=" << t << " s=" << j;
+    }
+  std::vector<float> y(static_cast<size_t>(T * k.ld), kNaN);
+  kernel.rows(T, D, k.m, alpha, k.p.data(), k.ldp, k.x.data(), k.ld, y.data(), k.ld);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t d = 0; d < D; ++d) {
+      double want = 0.0, magnitude = 0.0;
+      for (int64_t j = 0; j < k.m.end(t); ++j) {
+        const double term = k.at(k.p, t, j, k.ldp) * k.at(k.x, j, d, k.ld);
+        want += term;
+        magnitude += std::abs(term);
+      }
+      ASSERT_TRUE(sum_close(y[static_cast<size_t>(t * k.ld + d)], alpha * want, alpha * magnitude))
+          << "rows t=" << t << " d=" << d;
+    }
+  std::fill(y.begin(), y.end(), kNaN);
+  kernel.cols(T, D, k.m, alpha, k.p.data(), k.ldp, k.x.data(), k.ld, y.data(), k.ld);
+  for (int64_t j = 0; j < T; ++j)
+    for (int64_t d = 0; d < D; ++d) {
+      double want = 0.0, magnitude = 0.0;
+      for (int64_t t = 0; t < T; ++t) {
+        if (j >= k.m.end(t)) continue;
+        const double term = k.at(k.p, t, j, k.ldp) * k.at(k.x, t, d, k.ld);
+        want += term;
+        magnitude += std::abs(term);
+      }
+      ASSERT_TRUE(sum_close(y[static_cast<size_t>(j * k.ld + d)], alpha * want, alpha * magnitude))
+          << "cols s=" << j << " d=" << d;
+    }
+}
+
+// The bf16 products alone, and the bf16 oracle, against float64 sums of the rounded operands: T
+// and D odd and even, below, at and past the 16-lane vectors, 6-row blocks and 64-token chunks;
+// causal and bidirectional, with L from 1 to T. Without AVX512-BF16 the bf16 list is the float32
+// one.
+TEST(AttentionKernels, Bf16ProductsMatchFloat64OnRoundedOperands) {
+  const AttentionKernels oracle{ref::attention_scores_bf16, ref::attention_rows_bf16, ref::attention_cols_bf16};
+  const bool vector = cpu_isa() >= CpuIsa::Avx512Bf16;
+  for (const int64_t T : {1, 2, 7, 16, 17, 33, 70, 130})
+    for (const int64_t D : {1, 5, 16, 20, 33, 64, 84})
+      for (const bool causal : {true, false})
+        for (const int64_t L : {int64_t{1}, T / 2 + 1, T}) {
+          SCOPED_TRACE("T=" + std::to_string(T) + " D=" + std::to_string(D) + " L=" + std::to_string(L) +
+                       (causal ? " causal" : " bidirectional"));
+          const KernelProblem k(T, D, {L, causal}, static_cast<uint64_t>(T * 1000 + D * 10 + L));
+          expect_bf16_products(k, oracle);
+          if (vector) {
+            const IsaCap cap(CpuIsa::Avx512Bf16);
+            expect_bf16_products(k, attention_kernels(D, Precision::Bf16));
+          }
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+  if (!vector) {
+    const AttentionKernels bf16 = attention_kernels(64, Precision::Bf16), fp32 = attention_kernels(64);
+    EXPECT_EQ(bf16.scores, fp32.scores);
+    EXPECT_EQ(bf16.rows, fp32.rows);
+    EXPECT_EQ(bf16.cols, fp32.cols);
   }
 }
 
