@@ -29,11 +29,13 @@
 #define SPARSETRAIN_SIMD_NS avx512_bf16_detail
 #define SPARSETRAIN_ISA_NS avx512_bf16
 #include "sparsetrain/kernels/simd/isa_avx512.h"
+#include "sparsetrain/kernels/simd/with_vectors.h"
 
 namespace sparsetrain {
 namespace {
 
 using avx512_bf16_detail::Simd;
+using simd::with_vectors;
 
 constexpr int W = 16;
 using V = __m512;
@@ -102,13 +104,10 @@ V dp(V acc, Vi pairs, Vi broadcast) {
 Vi low_halves() { return _mm512_set1_epi32(0x0000ffff); }
 Vi high_halves() { return _mm512_set1_epi32(static_cast<int>(0xffff0000u)); }
 
-// f(std::integral_constant<int, n>{}) for the run-time n in [1, kMax].
-template <int kMax, typename F>
-void with_vectors(int n, F&& f) {
-  if constexpr (kMax > 1) {
-    if (n < kMax) return with_vectors<kMax - 1>(n, f);
-  }
-  f(std::integral_constant<int, kMax>{});
+template <int R, int NC>
+void clear(V (&acc)[R][NC]) {
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
 }
 
 // --- scores -------------------------------------------------------------------------------------
@@ -139,8 +138,7 @@ void pack_key_pairs(int64_t L, int64_t D, const float* b, int64_t ldb, uint32_t*
 template <int R, int NC>
 void score_chunk(int64_t P, float alpha, const uint32_t* at, const uint32_t* bt, int64_t ldt, float* s, int64_t lds) {
   V acc[R][NC];
-  for (int i = 0; i < R; ++i)
-    for (int c = 0; c < NC; ++c) acc[i][c] = _mm512_setzero_ps();
+  clear(acc);
   for (int64_t j = 0; j < P; ++j) {
     Vi bv[NC];
     for (int c = 0; c < NC; ++c) bv[c] = _mm512_load_si512(bt + j * ldt + c * W);
@@ -195,7 +193,16 @@ void store_block(const V (&acc)[R][NC], float alpha, int64_t tail, float* y, int
     }
 }
 
-// acc[r] += pair(r) . lines over the block rows r for which sees(r) says which halves of pair i
+// acc[r] += pair(r) . lines for every block row r: the rows all take both halves of the pair.
+template <int R, int NC, typename Pair>
+void add_pair(V (&acc)[R][NC], const Vi (&lines)[NC], Pair pair) {
+  for (int r = 0; r < R; ++r) {
+    const Vi bc = _mm512_set1_epi32(static_cast<int>(pair(r)));
+    for (int c = 0; c < NC; ++c) acc[r][c] = dp(acc[r][c], lines[c], bc);
+  }
+}
+
+// acc[r] += pair(r) . lines over the block rows r for which sees(r) says which halves of the pair
 // the row takes: 3 both, 1 the first, 2 the second, 0 none.
 template <int R, int NC, typename Pair, typename Sees>
 void add_pair_partial(V (&acc)[R][NC], const Vi (&lines)[NC], Pair pair, Sees sees) {
@@ -222,8 +229,7 @@ void rows_block(int64_t t0, AttentionMask m, float alpha, const float* p, int64_
   uint32_t* pp = scratch(1, R * ldq);  // pp[r * ldq + i] = (p[t][2i], p[t][2i + 1]), zero from end(t)
   for (int r = 0; r < R; ++r) store_row_pairs(p + (t0 + r) * ldp, ends[r], pp + r * ldq);
   V acc[R][NC];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
+  clear(acc);
   Vi lines[NC];
   auto load = [&](int64_t i) {
     for (int c = 0; c < NC; ++c) lines[c] = _mm512_load_si512(xp + i * ldx2 + c * W);
@@ -231,10 +237,7 @@ void rows_block(int64_t t0, AttentionMask m, float alpha, const float* p, int64_
   // The pairs of keys every row sees both of.
   for (int64_t i = 0; i < first / 2; ++i) {
     load(i);
-    for (int r = 0; r < R; ++r) {
-      const Vi bc = _mm512_set1_epi32(static_cast<int>(pp[r * ldq + i]));
-      for (int c = 0; c < NC; ++c) acc[r][c] = dp(acc[r][c], lines[c], bc);
-    }
+    add_pair(acc, lines, [&](int r) { return pp[r * ldq + i]; });
   }
   for (int64_t i = first / 2; i < (last + 1) / 2; ++i) {
     load(i);
@@ -255,8 +258,7 @@ template <int R, int NC>
 void cols_block(int64_t T, int64_t s0, int r0, AttentionMask m, float alpha, const uint32_t* pt, const uint32_t* xq,
                 int64_t ldx2, int64_t tail, float* y, int64_t ldy) {
   V acc[R][NC];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
+  clear(acc);
   Vi lines[NC];
   auto load = [&](int64_t i) {
     for (int c = 0; c < NC; ++c) lines[c] = _mm512_load_si512(xq + i * ldx2 + c * W);
@@ -276,10 +278,7 @@ void cols_block(int64_t T, int64_t s0, int r0, AttentionMask m, float alpha, con
   }
   for (int64_t i = std::max(full, from); i < pairs; ++i) {
     load(i);
-    for (int r = 0; r < R; ++r) {
-      const Vi bc = _mm512_set1_epi32(static_cast<int>(pt[i * W + r0 + r]));
-      for (int c = 0; c < NC; ++c) acc[r][c] = dp(acc[r][c], lines[c], bc);
-    }
+    add_pair(acc, lines, [&](int r) { return pt[i * W + r0 + r]; });
   }
   store_block(acc, alpha, tail, y + s_first * ldy, ldy);
 }

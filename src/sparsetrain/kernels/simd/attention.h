@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "sparsetrain/kernels/attention_kernels.h"
+#include "sparsetrain/kernels/simd/with_vectors.h"
 #include "sparsetrain/kernels/spmm.h"
 
 // After the declarations they use (PackedTokens, Range, ref::).
@@ -29,14 +30,7 @@ static_assert(kTokenTile % (kScoreVectors * W) == 0, "a chunk of keys lies insid
 constexpr int kProductVectors = 4;
 constexpr int product_rows(int vectors) { return std::min(8, (kVectorRegisters - 1 - vectors) / vectors); }
 
-// f(std::integral_constant<int, n>{}) for the run-time n in [1, kMax].
-template <int kMax, typename F>
-inline void with_vectors(int n, F&& f) {
-  if constexpr (kMax > 1) {
-    if (n < kMax) return with_vectors<kMax - 1>(n, f);
-  }
-  f(std::integral_constant<int, kMax>{});
-}
+using simd::with_vectors;
 
 template <int R, int NC>
 inline void clear(V (&acc)[R][NC]) {
