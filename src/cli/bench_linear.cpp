@@ -90,6 +90,7 @@ void fill_uniform(Matrix& m, const Philox& rng) {
 struct LayerData {
   Matrix x, w, dy, y, dx, dw;
   AlignedBuffer<Bf16> w16;
+  Bf16Matrix x16, dy16;  // bf16: X and dY rounded, as a dense layer keeps them between its passes
   LayerData(const Shape& s, int64_t tokens, uint64_t seed)
       : x(tokens, s.in),
         w(s.out, s.in),
@@ -106,9 +107,16 @@ struct LayerData {
   Passes dense_passes(Precision precision) {
     if (precision == Precision::Bf16) {
       const ConstBf16MatrixView wv{w16.data(), w.rows(), w.cols(), w.cols()};
-      return {[this, wv] { dense_linear_fwd_bf16(x, wv, nullptr, y); },
-              [this, wv] { dense_linear_bwd_data_bf16(dy, wv, dx); },
-              [this] { dense_linear_bwd_weights_bf16(dy, x, dw, nullptr); }};
+      // Rounding X and dY is timed in the pass that does it in training; backward-weights reads both.
+      return {[this, wv] {
+                round_to_bf16(x, x16);
+                dense_linear_fwd_bf16(x16.view(), wv, nullptr, y);
+              },
+              [this, wv] {
+                round_to_bf16(dy, dy16);
+                dense_linear_bwd_data_bf16(dy16.view(), wv, dx);
+              },
+              [this] { dense_linear_bwd_weights_bf16(dy16.view(), x16.view(), dw); }};
     }
     return {[this] { dense_linear_fwd(x, w, nullptr, y); }, [this] { dense_linear_bwd_data(dy, w, dx); },
             [this] { dense_linear_bwd_weights(dy, x, dw, nullptr); }};

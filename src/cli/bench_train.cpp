@@ -55,13 +55,16 @@ double gemm_gflops(int64_t m, int64_t n, int64_t k, Precision precision) {
   Matrix x(m, k, 0.5f), w(n, k, 0.25f), y(m, n);
   AlignedBuffer<Bf16> w16(static_cast<std::size_t>(n * k));
   to_bf16(w.data(), w16.data(), n * k);
+  Bf16Matrix x16;
   std::vector<double> ms;
   for (int i = 0; i < 6; ++i) {
     const auto t0 = Clock::now();
-    if (precision == Precision::Bf16)
-      dense_linear_fwd_bf16(x, {w16.data(), n, k, k}, nullptr, y);
-    else
+    if (precision == Precision::Bf16) {
+      round_to_bf16(x, x16);
+      dense_linear_fwd_bf16(x16.view(), {w16.data(), n, k, k}, nullptr, y);
+    } else {
       gemm(false, true, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, y.data(), n);
+    }
     if (i > 0) ms.push_back(ms_since(t0));
   }
   return 2.0 * static_cast<double>(m * n * k) / median(ms) / 1e6;

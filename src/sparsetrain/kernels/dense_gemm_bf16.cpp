@@ -263,29 +263,6 @@ void run_matmul(const MatmulKey& key, const Bf16* a, const Bf16* b, const float*
   check(dnnl_stream_wait(state.stream), "dnnl_stream_wait");
 }
 
-// The bf16 copy of an fp32 matrix, contiguous (ld = cols), in buf. Rows of a strided view are
-// converted one by one, split over the threads.
-const Bf16* convert(ConstMatrixView src, AlignedBuffer<Bf16>& buf) {
-  const int64_t size = src.rows * src.cols;
-  buf.resize(static_cast<std::size_t>(size));
-  if (src.ld == src.cols || src.rows == 1) {
-    to_bf16(src.data, buf.data(), size);
-  } else {
-    constexpr int64_t kMinElementsPerThread = 1 << 15;
-    parallel_ranges(src.rows, std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(src.cols, 1)),
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t r = begin; r < end; ++r) to_bf16(src.row(r), buf.data() + r * src.cols, src.cols);
-                    });
-  }
-  return buf.data();
-}
-
-// Per-thread conversion buffers, one per operand a call converts (backward-weights converts two).
-AlignedBuffer<Bf16>& conversion_buffer(int which) {
-  thread_local std::array<AlignedBuffer<Bf16>, 2> buffers;
-  return buffers[static_cast<std::size_t>(which)];
-}
-
 MatmulKey make_key(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, int64_t lda, int64_t ldb,
                    float beta, int64_t ldc, bool bias) {
   return {
@@ -324,7 +301,27 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   run_matmul(make_key(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, false), a, b, nullptr, c, describe);
 }
 
-void dense_linear_fwd_bf16(ConstMatrixView x, ConstBf16MatrixView w, const float* bias, MatrixView y) {
+void round_to_bf16(ConstMatrixView src, Bf16Matrix& dst, float* sums, bool accumulate) {
+  dst.rows = src.rows;
+  dst.cols = src.cols;
+  dst.values.resize(static_cast<std::size_t>(src.rows * src.cols));
+  Bf16* out = dst.values.data();
+  // Threads split the columns and walk the rows in order, as column_sums does, so the sums have
+  // its bits whatever the thread count.
+  constexpr int64_t kMinColumnsPerThread = 64;
+  parallel_ranges(src.cols, kMinColumnsPerThread, [&](int64_t begin, int64_t end) {
+    if (sums != nullptr && !accumulate) std::fill(sums + begin, sums + end, 0.0f);
+    for (int64_t t = 0; t < src.rows; ++t) {
+      const float* row = src.row(t);
+      Bf16* rounded = out + t * src.cols;
+      for (int64_t n = begin; n < end; ++n) rounded[n] = to_bf16(row[n]);
+      if (sums != nullptr)
+        for (int64_t n = begin; n < end; ++n) sums[n] += row[n];
+    }
+  });
+}
+
+void dense_linear_fwd_bf16(ConstBf16MatrixView x, ConstBf16MatrixView w, const float* bias, MatrixView y) {
   auto describe = [&] {
     return fmt::format("dense_linear_fwd_bf16 Y [{} x {}] = X [{} x {}] W^T{}, W [{} x {}]", y.rows, y.cols, x.rows,
                        x.cols, bias != nullptr ? " + b" : "", w.rows, w.cols);
@@ -340,13 +337,12 @@ void dense_linear_fwd_bf16(ConstMatrixView x, ConstBf16MatrixView w, const float
     }
     return;
   }
-  const Bf16* xb = convert(x, conversion_buffer(0));
   // Y [T x N] = X [T x K] (W^T) [K x N]: W [N x K] as stored is (W^T) with strides {1, ld}.
-  run_matmul(make_key(false, true, x.rows, w.rows, x.cols, 1.0f, x.cols, w.ld, 0.0f, y.ld, bias != nullptr), xb, w.data,
-             bias, y.data, describe);
+  run_matmul(make_key(false, true, x.rows, w.rows, x.cols, 1.0f, x.ld, w.ld, 0.0f, y.ld, bias != nullptr), x.data,
+             w.data, bias, y.data, describe);
 }
 
-void dense_linear_bwd_data_bf16(ConstMatrixView dy, ConstBf16MatrixView w, MatrixView dx) {
+void dense_linear_bwd_data_bf16(ConstBf16MatrixView dy, ConstBf16MatrixView w, MatrixView dx) {
   auto describe = [&] {
     return fmt::format("dense_linear_bwd_data_bf16 dX [{} x {}] = dY [{} x {}] W, W [{} x {}]", dx.rows, dx.cols,
                        dy.rows, dy.cols, w.rows, w.cols);
@@ -357,32 +353,24 @@ void dense_linear_bwd_data_bf16(ConstMatrixView dy, ConstBf16MatrixView w, Matri
     scale_output(dx.rows, dx.cols, 0.0f, dx.data, dx.ld);
     return;
   }
-  const Bf16* dyb = convert(dy, conversion_buffer(0));
-  run_matmul(make_key(false, false, dy.rows, w.cols, dy.cols, 1.0f, dy.cols, w.ld, 0.0f, dx.ld, false), dyb, w.data,
+  run_matmul(make_key(false, false, dy.rows, w.cols, dy.cols, 1.0f, dy.ld, w.ld, 0.0f, dx.ld, false), dy.data, w.data,
              nullptr, dx.data, describe);
 }
 
-void dense_linear_bwd_weights_bf16(ConstMatrixView dy, ConstMatrixView x, MatrixView dw, float* dbias,
-                                   bool accumulate) {
+void dense_linear_bwd_weights_bf16(ConstBf16MatrixView dy, ConstBf16MatrixView x, MatrixView dw, bool accumulate) {
   auto describe = [&] {
     return fmt::format("dense_linear_bwd_weights_bf16 dW [{} x {}] {}= dY^T X, dY [{} x {}], X [{} x {}]", dw.rows,
                        dw.cols, accumulate ? "+" : "", dy.rows, dy.cols, x.rows, x.cols);
   };
   if (dy.rows != x.rows || dw.rows != dy.cols || dw.cols != x.cols) fail("{}: the shapes do not fit", describe());
-  if (dw.rows > 0 && dw.cols > 0) {
-    if (dy.rows == 0) {
-      if (!accumulate) scale_output(dw.rows, dw.cols, 0.0f, dw.data, dw.ld);
-    } else {
-      const Bf16* dyb = convert(dy, conversion_buffer(0));
-      const Bf16* xb = convert(x, conversion_buffer(1));
-      // dW [N x K] = (dY^T) [N x T] X [T x K]: the contiguous dY [T x N] is dY^T with strides {1, N}.
-      run_matmul(make_key(true, false, dy.cols, x.cols, dy.rows, 1.0f, dy.cols, x.cols, accumulate ? 1.0f : 0.0f, dw.ld,
-                          false),
-                 dyb, xb, nullptr, dw.data, describe);
-    }
+  if (dw.rows == 0 || dw.cols == 0) return;
+  if (dy.rows == 0) {
+    if (!accumulate) scale_output(dw.rows, dw.cols, 0.0f, dw.data, dw.ld);
+    return;
   }
-  // The fp32 dY's column sums, as dense_linear_bwd_weights forms them.
-  if (dbias != nullptr) column_sums(dy, dbias, accumulate);
+  // dW [N x K] = (dY^T) [N x T] X [T x K]: dY [T x N] is dY^T with strides {1, ld}.
+  run_matmul(make_key(true, false, dy.cols, x.cols, dy.rows, 1.0f, dy.ld, x.ld, accumulate ? 1.0f : 0.0f, dw.ld, false),
+             dy.data, x.data, nullptr, dw.data, describe);
 }
 
 }  // namespace sparsetrain

@@ -3,10 +3,10 @@
 // bf16, products accumulated in fp32, fp32 outputs. Row-major, as dense_gemm.h:
 //   C[M x N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
 //
-// A dense linear layer keeps fp32 master weights and a bf16 copy of them (made from them at each
-// forward), takes fp32 token-major activations and gradients, and converts them to bf16 here
-// (round to nearest even, core/bf16.h) into buffers of the calling thread that are reused from
-// call to call.
+// A dense linear layer keeps fp32 master weights and a bf16 copy of them (written by the
+// optimizer), and rounds its fp32 token-major activations and gradients to bf16 once each
+// (round_to_bf16, round to nearest even as core/bf16.h): the forward pass keeps the rounded X for
+// backward-weights, the backward pass rounds dY once for both of its products.
 //
 // Where oneDNN has no native bf16 (its ISA below avx512_core_bf16: a CPU without AVX512-BF16, or
 // --onednn-max-isa below it), the same products run with the bf16 operands widened to fp32
@@ -16,6 +16,7 @@
 // and any refusal by oneDNN, are errors naming the product, its shapes and oneDNN's status.
 #include <cstdint>
 
+#include "sparsetrain/core/aligned_buffer.h"
 #include "sparsetrain/core/bf16.h"
 #include "sparsetrain/core/tensor.h"
 
@@ -36,14 +37,26 @@ struct ConstBf16MatrixView {
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Bf16* a, int64_t lda,
                const Bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// Dense linear layer in bf16, X [T x K] and dY [T x N] in fp32, W [N x K] the bf16 copy of the
-// weights, outputs in fp32:
-void dense_linear_fwd_bf16(ConstMatrixView x, ConstBf16MatrixView w, const float* bias,
-                           MatrixView y);                                                   // Y = X W^T + b
-void dense_linear_bwd_data_bf16(ConstMatrixView dy, ConstBf16MatrixView w, MatrixView dx);  // dX = dY W
-// dW = dY^T X (added to dW with accumulate), and db = column sums of the fp32 dY (the same
-// bits as dense_linear_bwd_weights' db) where dbias is not null.
-void dense_linear_bwd_weights_bf16(ConstMatrixView dy, ConstMatrixView x, MatrixView dw, float* dbias,
+// A bf16 copy of an fp32 matrix, contiguous (ld = cols), kept by its owner between passes.
+struct Bf16Matrix {
+  AlignedBuffer<Bf16> values;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  ConstBf16MatrixView view() const { return {values.data(), rows, cols, cols}; }
+};
+
+// dst = src rounded to bf16. Where sums is not null, also sums (+)= the column sums of the fp32
+// src, the same bits as column_sums (kernels/dense_gemm.h): one read of a gradient gives both
+// its bf16 copy and the bias gradient.
+void round_to_bf16(ConstMatrixView src, Bf16Matrix& dst, float* sums = nullptr, bool accumulate = false);
+
+// Dense linear layer in bf16, X [T x K] and dY [T x N] rounded by round_to_bf16, W [N x K] the
+// weights' bf16 copy, outputs in fp32:
+void dense_linear_fwd_bf16(ConstBf16MatrixView x, ConstBf16MatrixView w, const float* bias,
+                           MatrixView y);                                                       // Y = X W^T + b
+void dense_linear_bwd_data_bf16(ConstBf16MatrixView dy, ConstBf16MatrixView w, MatrixView dx);  // dX = dY W
+// dW = dY^T X, added to dW with accumulate.
+void dense_linear_bwd_weights_bf16(ConstBf16MatrixView dy, ConstBf16MatrixView x, MatrixView dw,
                                    bool accumulate = false);
 
 }  // namespace sparsetrain

@@ -338,8 +338,9 @@ LossResult Bert::forward_heads(const Batch& batch, bool training) {
   const float* bias = decoder_bias_->values().data();
   Parameter& word = embeddings_->word_embeddings.weight;
   if (head_precision_ == Precision::Bf16) {
-    dense_linear_fwd_bf16(head_norm_, {word.bf16_values(), config_.vocab_size, config_.hidden, config_.hidden}, bias,
-                          logits_);
+    round_to_bf16(head_norm_, head_norm16_);
+    dense_linear_fwd_bf16(head_norm16_.view(), {word.bf16_values(), config_.vocab_size, config_.hidden, config_.hidden},
+                          bias, logits_);
   } else {
     dense_linear_fwd(head_norm_, std::as_const(word).dense(), bias, logits_);
   }
@@ -370,9 +371,10 @@ void Bert::backward_heads() {
   MatrixView dword{word.grad().data(), config_.vocab_size, config_.hidden, config_.hidden};
   // dhead = dlogits word; dword += dlogits^T head_norm; dbias += colsum(dlogits)     [M x C], [V x C]
   if (head_precision_ == Precision::Bf16) {
-    dense_linear_bwd_data_bf16(logits_, {word.bf16_values(), config_.vocab_size, config_.hidden, config_.hidden},
-                               dhead_);
-    dense_linear_bwd_weights_bf16(logits_, head_norm_, dword, decoder_bias_->grad().data(), /*accumulate=*/true);
+    round_to_bf16(logits_, dlogits16_, decoder_bias_->grad().data(), /*accumulate=*/true);
+    dense_linear_bwd_data_bf16(dlogits16_.view(),
+                               {word.bf16_values(), config_.vocab_size, config_.hidden, config_.hidden}, dhead_);
+    dense_linear_bwd_weights_bf16(dlogits16_.view(), head_norm16_.view(), dword, /*accumulate=*/true);
   } else {
     dense_linear_bwd_data(logits_, word.dense(), dhead_);
     dense_linear_bwd_weights(logits_, head_norm_, dword, decoder_bias_->grad().data(), /*accumulate=*/true);

@@ -154,6 +154,7 @@ class Bert : public Model {
   // MLM head on the M masked positions: rows of the batch, gathered input, transform, logits.
   std::vector<int32_t> masked_rows_, masked_targets_;
   Matrix head_in_, head_pre_, head_act_, head_norm_, logits_;  // [M x C] x 4, [M x V]
+  Bf16Matrix head_norm16_, dlogits16_;                         // the bf16 decoder's operands
   std::vector<float> head_mean_, head_rstd_;
   // Next-sentence head: [CLS] rows, pooled, logits.
   Matrix cls_, pooled_pre_, pooled_, nsp_logits_;  // [B x C] x 3, [B x 2]

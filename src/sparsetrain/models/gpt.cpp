@@ -164,8 +164,9 @@ void Gpt::run_forward(std::span<const int32_t> ids, int64_t rows, int64_t seq) {
   // logits = ln_f(x) wte^T                                                  [BT x V]
   const ProfileScope profile("head");
   if (head_precision_ == Precision::Bf16) {
-    dense_linear_fwd_bf16(lnf_, {wte_->weight.bf16_values(), config_.vocab_size, config_.embed, config_.embed}, nullptr,
-                          logits_);
+    round_to_bf16(lnf_, lnf16_);
+    dense_linear_fwd_bf16(lnf16_.view(), {wte_->weight.bf16_values(), config_.vocab_size, config_.embed, config_.embed},
+                          nullptr, logits_);
     return;
   }
   dense_linear_fwd(lnf_, wte_->weight.dense(), nullptr, logits_);
@@ -207,9 +208,10 @@ void Gpt::backward() {
   {
     const ProfileScope profile("head");
     if (head_precision_ == Precision::Bf16) {
-      dense_linear_bwd_data_bf16(dlogits,
+      round_to_bf16(dlogits, dlogits16_);
+      dense_linear_bwd_data_bf16(dlogits16_.view(),
                                  {wte_->weight.bf16_values(), config_.vocab_size, config_.embed, config_.embed}, dlnf);
-      dense_linear_bwd_weights_bf16(dlogits, lnf_, dwte, nullptr, /*accumulate=*/true);
+      dense_linear_bwd_weights_bf16(dlogits16_.view(), lnf16_.view(), dwte, /*accumulate=*/true);
     } else {
       dense_linear_bwd_data(dlogits, wte.dense(), dlnf);
       dense_linear_bwd_weights(dlogits, lnf_, dwte, nullptr, /*accumulate=*/true);

@@ -102,6 +102,7 @@ class Gpt : public Model {
   Matrix lnf_;
   std::vector<float> lnf_mean_, lnf_rstd_;
   Matrix logits_;                                            // then dlogits after a training forward
+  Bf16Matrix lnf16_, dlogits16_;                             // the bf16 head's operands
   Matrix scratch_c_, scratch_c2_, scratch_4c_, scratch_3c_;  // projections and backward gradients
   bool ready_for_backward_ = false;
   Precision head_precision_ = Precision::Fp32;

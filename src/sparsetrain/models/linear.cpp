@@ -35,16 +35,23 @@ void Linear::forward(ConstMatrixView x, MatrixView y) {
     if (bf16) weight_->bf16_values();
     linear_forward(master().compressed(), b, x, y, workspace_);
   } else if (bf16) {
-    dense_linear_fwd_bf16(x, dense_bf16(), b, y);
+    round_to_bf16(x, workspace_.dense_x16);
+    dense_linear_fwd_bf16(workspace_.dense_x16.view(), dense_bf16(), b, y);
   } else {
     dense_linear_fwd(x, master().dense(), b, y);
   }
 }
 
 void Linear::forward_same_input(const Linear& source, ConstMatrixView x, MatrixView y) {
-  const bool shared = master().storage() == Storage::Compressed && source.master().storage() == Storage::Compressed &&
-                      source.precision() == precision() && source.in_ == in_ && source.pending_post_.data == nullptr &&
-                      source.x_.data == x.data && source.x_.rows == x.rows && source.x_.ld == x.ld;
+  const bool compressed = master().storage() == Storage::Compressed;
+  // What source's workspace holds of x: packed for the sparse kernels, or rounded to bf16 for a
+  // dense bf16 weight (a dense fp32 weight reads x itself).
+  const bool same_form = compressed
+                             ? source.master().storage() == Storage::Compressed
+                             : precision() == Precision::Bf16 && source.master().storage() != Storage::Compressed;
+  const bool shared = same_form && source.precision() == precision() && source.in_ == in_ &&
+                      source.pending_post_.data == nullptr && source.x_.data == x.data && source.x_.rows == x.rows &&
+                      source.x_.ld == x.ld;
   if (!shared) {
     forward(x, y);
     return;
@@ -54,6 +61,10 @@ void Linear::forward_same_input(const Linear& source, ConstMatrixView x, MatrixV
   x_ = x;
   pending_post_ = {};
   input_of_ = source.input_of_ != nullptr ? source.input_of_ : &source.workspace_;
+  if (!compressed) {
+    dense_linear_fwd_bf16(input_of_->dense_x16.view(), dense_bf16(), bias_values(), y);
+    return;
+  }
   if (precision() == Precision::Bf16) weight_->bf16_values();
   linear_forward_packed(master().compressed(), bias_values(), *input_of_, y);
 }
@@ -102,16 +113,19 @@ void Linear::backward(ConstMatrixView dy, MatrixView dx) {
     w.dense_grad = Matrix(out_, in_);
     linear_dense_weight_grad(dy, x_, w.dense_grad);
   }
+  const LinearWorkspace& input = input_of_ != nullptr ? *input_of_ : workspace_;
   if (w.storage() == Storage::Compressed) {
-    linear_backward(master().compressed(), dy, input_of_ != nullptr ? *input_of_ : workspace_, dx, w.grad().data(),
-                    dbias, /*accumulate=*/true);
+    linear_backward(master().compressed(), dy, input, dx, w.grad().data(), dbias, /*accumulate=*/true);
     return;
   }
   materialize_input();
   MatrixView dw{w.grad().data(), out_, in_, in_};
   if (workspace_.precision == Precision::Bf16) {
-    if (dx.data != nullptr) dense_linear_bwd_data_bf16(dy, dense_bf16(), dx);
-    dense_linear_bwd_weights_bf16(dy, x_, dw, dbias, /*accumulate=*/true);
+    // dY rounded once for both products, in a buffer of the calling thread every layer shares.
+    thread_local Bf16Matrix dy16;
+    round_to_bf16(dy, dy16, dbias, /*accumulate=*/true);
+    if (dx.data != nullptr) dense_linear_bwd_data_bf16(dy16.view(), dense_bf16(), dx);
+    dense_linear_bwd_weights_bf16(dy16.view(), input.dense_x16.view(), dw, /*accumulate=*/true);
     return;
   }
   if (dx.data != nullptr) dense_linear_bwd_data(dy, master().dense(), dx);

@@ -12,8 +12,10 @@
 //
 // In bf16 (set_precision) every product takes bf16 operands with float32 accumulation: the
 // weight's bf16 copy (Parameter::bf16_values, written by the optimizer as it updates the float32
-// master values), and X and dY rounded as they are packed or converted. Outputs, gradients and
-// the bias stay float32.
+// master values), and X and dY rounded as they are packed or converted. A dense weight keeps its
+// input's bf16 copy from forward to backward (2 bytes per input element, besides the float32 X the
+// model keeps), as the sparse kernels keep theirs packed. Outputs, gradients and the bias stay
+// float32.
 #include <cstdint>
 #include <utility>
 
@@ -42,8 +44,9 @@ class Linear : public Module {
   void forward(ConstMatrixView x, MatrixView y);
   // forward(x, y) where `source` ran forward() on the same x last (attention's query, key and
   // value read one input): when both weights are compressed, in one precision, the sparse
-  // kernels read the input source packed instead of packing it again, and backward() reads it
-  // there too, so source must not run forward() again before this layer's backward().
+  // kernels read the input source packed instead of packing it again, and when both are dense in
+  // bf16 the products read the bf16 copy of x source made; backward() reads it there too, so
+  // source must not run forward() again before this layer's backward().
   void forward_same_input(const Linear& source, ConstMatrixView x, MatrixView y);
   // From dy [T x out]: dx [T x in] = dy W (overwritten; skipped when dx.data is null), and the
   // parameter gradients accumulated.
@@ -91,7 +94,7 @@ class Linear : public Module {
   Activation pending_activation_ = Activation::None;
   ConstMatrixView pending_pre_;
   LinearWorkspace workspace_;
-  const LinearWorkspace* input_of_ = nullptr;  // forward_same_input: the workspace holding the packed x
+  const LinearWorkspace* input_of_ = nullptr;  // forward_same_input: the workspace holding x packed or rounded
 };
 
 }  // namespace sparsetrain

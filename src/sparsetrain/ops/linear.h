@@ -10,6 +10,7 @@
 #include "sparsetrain/core/precision.h"
 #include "sparsetrain/core/tensor.h"
 #include "sparsetrain/formats/sparse_weight.h"
+#include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/kernels/packed_tokens.h"
 
 namespace sparsetrain {
@@ -21,6 +22,7 @@ struct LinearWorkspace {
   Precision precision = Precision::Fp32;
   PackedTokens x;        // packed input, kept from forward for backward-weights
   PackedTokensBf16 x16;  // the same in bf16
+  Bf16Matrix dense_x16;  // a dense weight's input in bf16, token-major (models/linear.h)
 };
 
 // Y = X W^T + bias (bias may be null).
