@@ -19,6 +19,10 @@ zero_grad; the result is the median step after the warm-up ones.
                      weights, gradients and AdamW (what the PyTorch recipe for CPU mixed precision
                      is)
 
+  --profile          after the timed steps, --steps more under torch.profiler: the ops by self time
+                     per step and the dense products' share of the step (stderr), to set beside
+                     `sparsetrain bench train --profile`
+
   --ddp N            data parallel: the script starts N processes itself (torch.multiprocessing,
                      no torchrun), each with --threads threads, joined by torch.distributed's
                      "gloo" backend (TCP over the loopback interface: GLOO_SOCKET_IFNAME=lo unless
@@ -68,6 +72,10 @@ def parse_args(argv):
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--layer-norm-eps", type=float, default=1e-5)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    p.add_argument("--profile", action="store_true",
+                   help="after the timed steps, run --steps more under torch.profiler and print where "
+                        "they go to stderr: the ops by self time per step, and the share of the dense "
+                        "products (aten::mm, addmm, bmm); one process only")
     p.add_argument("--ddp", type=int, default=0, metavar="N",
                    help="data parallel over N processes this script starts, --threads each, --batch "
                         "split among them (DistributedDataParallel, gloo, CPU; default 0: one process, "
@@ -296,7 +304,38 @@ def train_and_time(a, rank=0, ranks=0):
         losses.append(loss.item())  # outside the timed region; the step above already ran it
         if i >= a.warmup:
             times.append(elapsed)
+    if a.profile:
+        profile_steps(a, step)
     return times, losses, model
+
+
+# The aten ops that run the dense products; their self time is the product itself (oneDNN or
+# BLAS is called inside them, not as an op of its own).
+PRODUCT_OPS = ("aten::mm", "aten::addmm", "aten::bmm")
+
+
+def profile_steps(a, step):
+    """Runs a.steps more steps under torch.profiler (CPU) and prints, to stderr, the ops by self
+    time per step and how much of the step the dense products take. The profiler adds its own
+    cost per op, so the profiled steps run somewhat slower than the timed ones."""
+    from torch.profiler import ProfilerActivity, profile
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for i in range(a.steps):
+            step(i)
+    per_step_ms = (time.perf_counter() - start) * 1e3 / a.steps
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    print(f"torch_gpt --profile ({a.precision}): {a.steps} steps, {per_step_ms:.1f} ms per step "
+          "under the profiler; self time per step:", file=sys.stderr)
+    products = 0.0
+    for e in events:
+        ms = e.self_cpu_time_total / 1e3 / a.steps
+        if e.key in PRODUCT_OPS:
+            products += ms
+        if ms >= 1.0:
+            print(f"  {ms:9.1f} ms  {e.count // a.steps:6d} calls  {e.key}", file=sys.stderr)
+    print(f"dense products ({', '.join(PRODUCT_OPS)}): {products:.1f} ms per step, "
+          f"{products / per_step_ms:.0%} of the profiled step", file=sys.stderr)
 
 
 def report(a, times, losses, model, ddp=None):
@@ -389,6 +428,8 @@ def ddp_worker(rank, a, port):
 
 def main():
     a = args
+    if a.profile and a.ddp:
+        sys.exit("torch_gpt: --profile profiles one process; it cannot be combined with --ddp")
     if not a.ddp:
         times, losses, model = train_and_time(a)
         report(a, times, losses, model)

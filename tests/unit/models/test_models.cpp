@@ -207,11 +207,12 @@ INSTANTIATE_TEST_SUITE_P(Cases, LinearFusedActivation,
                                               c.dense_grad ? "_dense_grad" : "");
                          });
 
-// forward_same_input (attention's key and value reading the input query packed) gives the bits
-// of a plain forward and backward: output, input gradient and parameter gradients, in both
-// precisions, with the output and its gradient as strided views (columns of a wider matrix, as
-// BERT's qkv). Where the input cannot be shared (a dense layer, a source whose last forward read
-// another input or went through forward_activated) it falls back to forward().
+// forward_same_input (attention's key and value reading the input query packed, or rounded to
+// bf16 for dense weights) gives the bits of a plain forward and backward: output, input gradient
+// and parameter gradients, in both precisions, with the output and its gradient as strided views
+// (columns of a wider matrix, as BERT's qkv). Where the input cannot be shared (a dense fp32
+// layer, a source of the other storage, a source whose last forward read another input or went
+// through forward_activated) it falls back to forward().
 TEST(LinearSharedInput, GivesTheBitsOfAPlainForward) {
   const int64_t tokens = 70, in = 37, out = 21;
   const Matrix x = uniform_matrix(tokens, in, 1.0f, "x");
@@ -220,29 +221,31 @@ TEST(LinearSharedInput, GivesTheBitsOfAPlainForward) {
   const ConstMatrixView dy{wide_dy.data() + out, tokens, out, 3 * out};
   for (const Precision precision : {Precision::Fp32, Precision::Bf16})
     for (const char* source_case : {"same", "other_input", "activated"})
-      for (const bool compressed : {true, false}) {
-        SCOPED_TRACE(fmt::format("{} {} {}", precision == Precision::Bf16 ? "bf16" : "fp32", source_case,
-                                 compressed ? "csr" : "dense"));
-        auto source = fused_case_linear(FusedCase{Activation::None, true, false}, in, out);
-        auto plain = fused_case_linear(FusedCase{Activation::None, compressed, false}, in, out);
-        auto shared = fused_case_linear(FusedCase{Activation::None, compressed, false}, in, out);
-        for (Linear* l : {source.get(), plain.get(), shared.get()}) l->set_precision(precision);
-        Matrix y_source(tokens, out), post(tokens, in);
-        if (std::string(source_case) == "same") source->forward(x, y_source);
-        if (std::string(source_case) == "other_input") source->forward(other, y_source);
-        if (std::string(source_case) == "activated") source->forward_activated(Activation::ReLU, x, post, y_source);
+      for (const bool compressed : {true, false})
+        for (const bool source_compressed : {true, false}) {
+          SCOPED_TRACE(fmt::format("{} {} {} from {}", precision == Precision::Bf16 ? "bf16" : "fp32", source_case,
+                                   compressed ? "csr" : "dense", source_compressed ? "csr" : "dense"));
+          auto source = fused_case_linear(FusedCase{Activation::None, source_compressed, false}, in, out);
+          auto plain = fused_case_linear(FusedCase{Activation::None, compressed, false}, in, out);
+          auto shared = fused_case_linear(FusedCase{Activation::None, compressed, false}, in, out);
+          for (Linear* l : {source.get(), plain.get(), shared.get()}) l->set_precision(precision);
+          Matrix y_source(tokens, out), post(tokens, in);
+          if (std::string(source_case) == "same") source->forward(x, y_source);
+          if (std::string(source_case) == "other_input") source->forward(other, y_source);
+          if (std::string(source_case) == "activated") source->forward_activated(Activation::ReLU, x, post, y_source);
 
-        Matrix wide_plain(tokens, 3 * out, 7.0f), wide_shared(tokens, 3 * out, 7.0f);
-        plain->forward(x, MatrixView{wide_plain.data() + out, tokens, out, 3 * out});
-        shared->forward_same_input(*source, x, MatrixView{wide_shared.data() + out, tokens, out, 3 * out});
-        for (int64_t i = 0; i < wide_plain.size(); ++i)
-          ASSERT_EQ(wide_shared.data()[i], wide_plain.data()[i]) << "y (with the untouched columns) " << i;
-        Matrix dx_plain(tokens, in), dx_shared(tokens, in);
-        plain->backward(dy, dx_plain);
-        shared->backward(dy, dx_shared);
-        for (int64_t i = 0; i < dx_plain.size(); ++i) ASSERT_EQ(dx_shared.data()[i], dx_plain.data()[i]) << "dx " << i;
-        expect_same_gradients(*plain, *shared);
-      }
+          Matrix wide_plain(tokens, 3 * out, 7.0f), wide_shared(tokens, 3 * out, 7.0f);
+          plain->forward(x, MatrixView{wide_plain.data() + out, tokens, out, 3 * out});
+          shared->forward_same_input(*source, x, MatrixView{wide_shared.data() + out, tokens, out, 3 * out});
+          for (int64_t i = 0; i < wide_plain.size(); ++i)
+            ASSERT_EQ(wide_shared.data()[i], wide_plain.data()[i]) << "y (with the untouched columns) " << i;
+          Matrix dx_plain(tokens, in), dx_shared(tokens, in);
+          plain->backward(dy, dx_plain);
+          shared->backward(dy, dx_shared);
+          for (int64_t i = 0; i < dx_plain.size(); ++i)
+            ASSERT_EQ(dx_shared.data()[i], dx_plain.data()[i]) << "dx " << i;
+          expect_same_gradients(*plain, *shared);
+        }
 }
 
 TEST(GptGradients, NamesFollowHuggingFaceGpt2) {
