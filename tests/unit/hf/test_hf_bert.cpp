@@ -128,7 +128,9 @@ TEST(HfBert, ExportReadsBackBitIdentical) {
       if (!t.is_mask) values.add(t);
     expect_same_state(read_hf_bert_weights(out, nsp), values);
     // Masked LM only from a pre-training export: the next-sentence head is left out.
-    if (nsp) EXPECT_EQ(read_hf_bert_weights(out, false).tensors.size(), values.tensors.size() - 4);
+    if (nsp) {
+      EXPECT_EQ(read_hf_bert_weights(out, false).tensors.size(), values.tensors.size() - 4);
+    }
   }
 }
 

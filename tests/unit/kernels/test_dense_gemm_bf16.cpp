@@ -224,7 +224,9 @@ TEST(RoundToBf16, RoundsEveryElementAndSumsColumnsAsTheFp32Path) {
       ASSERT_EQ(std::bit_cast<uint32_t>(accumulated[j]), std::bit_cast<uint32_t>(want_accumulated[j]))
           << "accumulated sum of column " << j;
     }
-    if (rows > 0 && cols > 0) ASSERT_NE(want[0], 0.0f);  // nonzero data: the sums are not vacuous
+    if (rows > 0 && cols > 0) {
+      ASSERT_NE(want[0], 0.0f);  // nonzero data: the sums are not vacuous
+    }
   }
 }
 
