@@ -35,6 +35,7 @@ namespace sparsetrain {
 namespace {
 
 using avx512_bf16_detail::Simd;
+using simd::clear;
 using simd::with_vectors;
 
 constexpr int W = 16;
@@ -103,12 +104,6 @@ V dp(V acc, Vi pairs, Vi broadcast) {
 // run AVX-512 code when the program starts, on any CPU).
 Vi low_halves() { return _mm512_set1_epi32(0x0000ffff); }
 Vi high_halves() { return _mm512_set1_epi32(static_cast<int>(0xffff0000u)); }
-
-template <int R, int NC>
-void clear(V (&acc)[R][NC]) {
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
-}
 
 // --- scores -------------------------------------------------------------------------------------
 

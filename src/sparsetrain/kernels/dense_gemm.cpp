@@ -104,15 +104,7 @@ void dense_linear_bwd_weights(ConstMatrixView dy, ConstMatrixView x, MatrixView 
 }
 
 void column_sums(ConstMatrixView m, float* sums, bool accumulate) {
-  // Rows in order; threads split the columns, so the bits do not depend on the thread count.
-  constexpr int64_t kMinColumnsPerThread = 64;
-  parallel_ranges(m.cols, kMinColumnsPerThread, [&](int64_t begin, int64_t end) {
-    if (!accumulate) std::fill(sums + begin, sums + end, 0.0f);
-    for (int64_t t = 0; t < m.rows; ++t) {
-      const float* row = m.row(t);
-      for (int64_t n = begin; n < end; ++n) sums[n] += row[n];
-    }
-  });
+  column_sums_visiting(m, sums, accumulate, [](int64_t, int64_t, int64_t) {});
 }
 
 }  // namespace sparsetrain

@@ -2,8 +2,10 @@
 // Dense GEMM through oneDNN (dnnl_sgemm, AVX-512 JIT): the dense path of the engine and the
 // baseline every sparse figure is compared with. Row-major:
 //   C[M x N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
+#include <algorithm>
 #include <cstdint>
 
+#include "sparsetrain/core/parallel.h"
 #include "sparsetrain/core/tensor.h"
 
 namespace sparsetrain {
@@ -19,6 +21,24 @@ void dense_linear_bwd_weights(ConstMatrixView dy, ConstMatrixView x, MatrixView 
 // sums[c] (+)= sum over the rows of m[r][c], rows in order (the bias gradient of the dense passes:
 // the same bits for any thread count).
 void column_sums(ConstMatrixView m, float* sums, bool accumulate);
+
+// column_sums (sums may be null: none) with visit(t, begin, end) called on each row's part of the
+// columns just before it is added, so a pass that reads m for another purpose (round_to_bf16)
+// forms the sums in the same read. Threads split the columns and each walks the rows in order,
+// which is what keeps the bits independent of the thread count.
+template <typename Visit>
+void column_sums_visiting(ConstMatrixView m, float* sums, bool accumulate, Visit visit) {
+  constexpr int64_t kMinColumnsPerThread = 64;
+  parallel_ranges(m.cols, kMinColumnsPerThread, [&](int64_t begin, int64_t end) {
+    if (sums != nullptr && !accumulate) std::fill(sums + begin, sums + end, 0.0f);
+    for (int64_t t = 0; t < m.rows; ++t) {
+      visit(t, begin, end);
+      if (sums == nullptr) continue;
+      const float* row = m.row(t);
+      for (int64_t n = begin; n < end; ++n) sums[n] += row[n];
+    }
+  });
+}
 
 // The forward of a layer that does not widen (K >= N), with T of at least this many tokens, runs
 // 'N','N' on a transposed copy of W made per call, which oneDNN runs faster than 'N','T' on W at

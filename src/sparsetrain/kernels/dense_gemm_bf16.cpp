@@ -306,18 +306,10 @@ void round_to_bf16(ConstMatrixView src, Bf16Matrix& dst, float* sums, bool accum
   dst.cols = src.cols;
   dst.values.resize(static_cast<std::size_t>(src.rows * src.cols));
   Bf16* out = dst.values.data();
-  // Threads split the columns and walk the rows in order, as column_sums does, so the sums have
-  // its bits whatever the thread count.
-  constexpr int64_t kMinColumnsPerThread = 64;
-  parallel_ranges(src.cols, kMinColumnsPerThread, [&](int64_t begin, int64_t end) {
-    if (sums != nullptr && !accumulate) std::fill(sums + begin, sums + end, 0.0f);
-    for (int64_t t = 0; t < src.rows; ++t) {
-      const float* row = src.row(t);
-      Bf16* rounded = out + t * src.cols;
-      for (int64_t n = begin; n < end; ++n) rounded[n] = to_bf16(row[n]);
-      if (sums != nullptr)
-        for (int64_t n = begin; n < end; ++n) sums[n] += row[n];
-    }
+  column_sums_visiting(src, sums, accumulate, [&](int64_t t, int64_t begin, int64_t end) {
+    const float* row = src.row(t);
+    Bf16* rounded = out + t * src.cols;
+    for (int64_t n = begin; n < end; ++n) rounded[n] = to_bf16(row[n]);
   });
 }
 

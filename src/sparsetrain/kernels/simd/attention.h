@@ -30,13 +30,8 @@ static_assert(kTokenTile % (kScoreVectors * W) == 0, "a chunk of keys lies insid
 constexpr int kProductVectors = 4;
 constexpr int product_rows(int vectors) { return std::min(8, (kVectorRegisters - 1 - vectors) / vectors); }
 
+using simd::clear;
 using simd::with_vectors;
-
-template <int R, int NC>
-inline void clear(V (&acc)[R][NC]) {
-  for (int i = 0; i < R; ++i)
-    for (int c = 0; c < NC; ++c) acc[i][c] = Simd::zero();
-}
 
 // y[i][c * W + l] = alpha * acc[i][c] lane l, rows ldy floats apart.
 template <int R, int NC>
