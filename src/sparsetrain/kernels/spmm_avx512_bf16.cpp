@@ -52,15 +52,20 @@ inline __m512bh pair_at(const Bf16* p) {
 }
 inline V dp(V acc, Vi a, __m512bh b) { return _mm512_dpbf16_ps(acc, as_pairs(a), b); }
 
+// acc[0], acc[1] += w.a * l0 + w.b * l1 for one 32-token half of two lines.
+inline void pair_halves(V* acc, Vi l0, Vi l1, __m512bh w) {
+  acc[0] = dp(acc[0], _mm512_unpacklo_epi16(l0, l1), w);
+  acc[1] = dp(acc[1], _mm512_unpackhi_epi16(l0, l1), w);
+}
 // acc[2h], acc[2h + 1] (tokens 32h .. 32h + 15, 32h + 16 .. 32h + 31) += w.a * line0 + w.b * line1
 // for both halves; a null line1 counts as zeros.
 inline void pair_lines(V* acc, const Bf16* line0, const Bf16* line1, __m512bh w) {
-  for (int h = 0; h < 2; ++h) {
-    const Vi l0 = line_half(line0, h);
-    const Vi l1 = line1 != nullptr ? line_half(line1, h) : _mm512_setzero_si512();
-    acc[2 * h] = dp(acc[2 * h], _mm512_unpacklo_epi16(l0, l1), w);
-    acc[2 * h + 1] = dp(acc[2 * h + 1], _mm512_unpackhi_epi16(l0, l1), w);
-  }
+  for (int h = 0; h < 2; ++h)
+    pair_halves(acc + 2 * h, line_half(line0, h), line1 != nullptr ? line_half(line1, h) : _mm512_setzero_si512(), w);
+}
+// The same for two lines known to exist: no test of line1 per call.
+inline void pair_two_lines(V* acc, const Bf16* line0, const Bf16* line1, __m512bh w) {
+  for (int h = 0; h < 2; ++h) pair_halves(acc + 2 * h, line_half(line0, h), line_half(line1, h), w);
 }
 
 struct DpProducts {
@@ -186,28 +191,25 @@ struct DpNmRows {
   static void rows(const NmViewT<Bf16>& w, const Bf16* xp, int64_t r0, float* out) {
     static_assert(NV == 4);
     const int n = kN > 0 ? kN : w.n;
-    const int64_t groups = w.groups();
-    const int64_t per_row = groups * n;
+    const int64_t per_row = w.groups() * n;
     const int64_t group_stride = static_cast<int64_t>(w.m) * kTokenTile;
+    // One pointer per stream, the rows a fixed stride apart: with a pointer per row, GCC 12 ran
+    // out of general registers and spilled the vector ones too (the 2:4 forward took 1.5x as long).
+    const uint8_t* ob = w.offset + r0 * per_row;
+    const Bf16* vb = w.values + r0 * per_row;
     V acc[R][NV];
-    const uint8_t* off[R];
-    const Bf16* val[R];
-    for (int i = 0; i < R; ++i) {
+    for (int i = 0; i < R; ++i)
       for (int v = 0; v < NV; ++v) acc[i][v] = Simd::zero();
-      off[i] = w.offset + (r0 + i) * per_row;
-      val[i] = w.values + (r0 + i) * per_row;
-    }
     const Bf16* xg = xp;
-    for (int64_t g = 0; g < groups; ++g, xg += group_stride) {
+    for (int64_t k = 0; k < per_row; k += n, xg += group_stride) {
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
+        const uint8_t* off = ob + i * per_row + k;
+        const Bf16* val = vb + i * per_row + k;
         int s = 0;
         for (; s + 1 < n; s += 2)
-          pair_lines(acc[i], xg + off[i][s] * kTokenTile, xg + off[i][s + 1] * kTokenTile,
-                     pair_of(val[i][s], val[i][s + 1]));
-        if (s < n) pair_lines(acc[i], xg + off[i][s] * kTokenTile, nullptr, pair_of(val[i][s], Bf16{}));
-        off[i] += n;
-        val[i] += n;
+          pair_two_lines(acc[i], xg + off[s] * kTokenTile, xg + off[s + 1] * kTokenTile, pair_at(val + s));
+        if (s < n) pair_lines(acc[i], xg + off[s] * kTokenTile, nullptr, pair_of(val[s], Bf16{}));
       }
     }
     for (int i = 0; i < R; ++i)
