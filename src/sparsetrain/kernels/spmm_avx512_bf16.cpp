@@ -194,7 +194,7 @@ struct DpNmRows {
     const int64_t per_row = w.groups() * n;
     const int64_t group_stride = static_cast<int64_t>(w.m) * kTokenTile;
     // One pointer per stream, the rows a fixed stride apart: with a pointer per row, GCC 12 ran
-    // out of general registers and spilled the vector ones too (the 2:4 forward took 1.5x as long).
+    // out of general registers and spilled the vector ones too (the 2:4 forward took 1.6x as long).
     const uint8_t* ob = w.offset + r0 * per_row;
     const Bf16* vb = w.values + r0 * per_row;
     V acc[R][NV];
