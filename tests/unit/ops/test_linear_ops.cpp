@@ -249,6 +249,9 @@ std::vector<Case> cases() {
   all.push_back({"csr", 1600, 24, 70, 0.9, false});
   all.push_back({"csr", 1100, 24, 130, 0.9, true});  // sliced W^T over a tile pair and the odd tile
   all.push_back({"2:4", 1600, 24, 70, 0.0, false});
+  // More tiles than one N:M weight-pass chunk (kNmChunkTiles: 4 in float32, 8 in bf16), the
+  // last chunk partial.
+  all.push_back({"2:4", 37, 56, 600, 0.0, false});
   // Outputs of kStreamOutputBytes and more, Y then dX, leave through non-temporal stores. Rows
   // of 1036 floats start on a vector boundary only every fourth (AVX-512) or second (AVX2) token,
   // so streamed and plain stores mix.

@@ -93,11 +93,15 @@ inline void nm_fwd(const NmViewT<E>& w, const PackedTokensT<E>& x, const float* 
   }
 }
 
-// Weight pass geometry: a chunk of tiles is reduced over before one lane reduction per W
-// entries. The rows visit the chunk's X in slices of groups that stay in L2, and within a slice
-// a block of rows takes W entries at a time, so those entries' X lines (32 KB for 2:4 on
-// AVX-512) are loaded into L1 once for the whole block.
-constexpr int64_t kNmChunkTiles = 4;
+// Weight pass geometry: a chunk of tiles, 1 KB of each token line (4 tiles in float32, 8 in
+// bf16), is reduced over before one lane reduction per W entries. The rows visit the chunk's X
+// in slices of groups that stay in L2, and within a slice a block of rows takes W entries at a
+// time, so those entries' X lines (32 KB for 2:4 on AVX-512) are loaded into L1 once for the
+// whole block. A chunk of 4 bf16 tiles is 128 products per W entries against some 45
+// instructions of lane reduction and gradient update; 8 tiles halve that share and made the 2:4
+// backward 4-10% faster (docs/benchmarks.md).
+template <typename E>
+constexpr int64_t kNmChunkTiles = 1024 / (kTokenTile * static_cast<int64_t>(sizeof(E)));
 constexpr int kNmGradRows = 32;
 constexpr int64_t kNmSliceBytes = 512 * 1024;
 
@@ -108,10 +112,10 @@ inline void nm_sddmm(const NmViewT<E>& w, const PackedTokensT<E>& dy, const Pack
   const int64_t per_row = w.groups() * n;
   // Entries per slice: whole batches of W covering about kNmSliceBytes of X per chunk.
   const int64_t slice_groups =
-      std::max<int64_t>(1, kNmSliceBytes / (kNmChunkTiles * m * kTokenTile * static_cast<int64_t>(sizeof(E))));
+      std::max<int64_t>(1, kNmSliceBytes / (kNmChunkTiles<E> * m * kTokenTile * static_cast<int64_t>(sizeof(E))));
   const int64_t slice_entries = std::max<int64_t>(W, slice_groups * n / W * W);
-  for (int64_t t0 = 0; t0 < x.tiles; t0 += kNmChunkTiles) {
-    const int64_t t1 = std::min(x.tiles, t0 + kNmChunkTiles);
+  for (int64_t t0 = 0; t0 < x.tiles; t0 += kNmChunkTiles<E>) {
+    const int64_t t1 = std::min(x.tiles, t0 + kNmChunkTiles<E>);
     const bool overwrite = !accumulate && t0 == 0;
     for (int64_t e0 = 0; e0 < per_row; e0 += slice_entries) {
       const int64_t e1 = std::min(per_row, e0 + slice_entries);
