@@ -183,9 +183,11 @@ struct DpBlockRows {
   }
 };
 
-// The N:M forward's R rows of one tile (see nm_fwd_rows in simd/nm.h): a row's kept entries of a
-// group in pairs, the two lines (from L1, shared by the rows) interleaved and multiplied by the
-// pair of weights; an odd N pairs its last entry with zeros.
+// The N:M forward's R rows of one tile (see nm_fwd_rows in simd/nm.h): a row's kept entries in
+// pairs, the two lines (from L1, shared by the rows) interleaved and multiplied by the pair of
+// weights. An even N pairs the entries of a group; an odd N pairs them in row order across
+// groups (pairing each group's last entry with zeros made 1:4 take longer than 2:4), and only an
+// odd number of entries in the row leaves one to pair with zeros.
 struct DpNmRows {
   template <int R, int kN>
   static void rows(const NmViewT<Bf16>& w, const Bf16* xp, int64_t r0, float* out) {
@@ -200,17 +202,42 @@ struct DpNmRows {
     V acc[R][NV];
     for (int i = 0; i < R; ++i)
       for (int v = 0; v < NV; ++v) acc[i][v] = Simd::zero();
-    const Bf16* xg = xp;
-    for (int64_t k = 0; k < per_row; k += n, xg += group_stride) {
+    if (n % 2 == 0) {
+      const Bf16* xg = xp;
+      for (int64_t k = 0; k < per_row; k += n, xg += group_stride) {
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) {
-        const uint8_t* off = ob + i * per_row + k;
-        const Bf16* val = vb + i * per_row + k;
-        int s = 0;
-        for (; s + 1 < n; s += 2)
-          pair_two_lines(acc[i], xg + off[s] * kTokenTile, xg + off[s + 1] * kTokenTile, pair_at(val + s));
-        if (s < n) pair_lines(acc[i], xg + off[s] * kTokenTile, nullptr, pair_of(val[s], Bf16{}));
+        for (int i = 0; i < R; ++i) {
+          const uint8_t* off = ob + i * per_row + k;
+          const Bf16* val = vb + i * per_row + k;
+          for (int s = 0; s < n; s += 2)
+            pair_two_lines(acc[i], xg + off[s] * kTokenTile, xg + off[s + 1] * kTokenTile, pair_at(val + s));
+        }
       }
+    } else {
+      // Entry k lies in the group whose lines start at xg, slot s of n; every row has the same.
+      const Bf16* xg = xp;
+      int s = 0;
+      auto next = [&] {
+        if (++s == n) {
+          s = 0;
+          xg += group_stride;
+        }
+      };
+      int64_t k = 0;
+      for (; k + 1 < per_row; k += 2) {
+        const Bf16* xa = xg;
+        next();
+        const Bf16* xb = xg;
+        next();
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {
+          const uint8_t* off = ob + i * per_row + k;
+          pair_two_lines(acc[i], xa + off[0] * kTokenTile, xb + off[1] * kTokenTile, pair_at(vb + i * per_row + k));
+        }
+      }
+      if (k < per_row)
+        for (int i = 0; i < R; ++i)
+          pair_lines(acc[i], xg + ob[i * per_row + k] * kTokenTile, nullptr, pair_of(vb[i * per_row + k], Bf16{}));
     }
     for (int i = 0; i < R; ++i)
       for (int v = 0; v < NV; ++v) Simd::store(out + i * kTokenTile + v * W, acc[i][v]);

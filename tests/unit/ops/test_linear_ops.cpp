@@ -266,6 +266,9 @@ std::vector<Case> cases() {
     all.push_back({f, 37, 56, 1, 0.0, false});
     all.push_back({f, 21, 168, 130, 0.0, false});
   }
+  // Odd N: entries paired across groups, an odd count per row leaving one (13 and 21).
+  all.push_back({"1:4", 21, 52, 67, 0.0, false});
+  all.push_back({"3:8", 21, 56, 67, 0.0, false});
   return all;
 }
 
