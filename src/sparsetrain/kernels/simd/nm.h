@@ -99,7 +99,7 @@ inline void nm_fwd(const NmViewT<E>& w, const PackedTokensT<E>& x, const float* 
 // time, so those entries' X lines (32 KB for 2:4 on AVX-512) are loaded into L1 once for the
 // whole block. A chunk of 4 bf16 tiles is 128 products per W entries against some 45
 // instructions of lane reduction and gradient update; 8 tiles halve that share and made the 2:4
-// backward 4-10% faster (docs/benchmarks.md).
+// backward 2-10% faster in alternated runs (docs/benchmarks.md).
 template <typename E>
 constexpr int64_t kNmChunkTiles = 1024 / (kTokenTile * static_cast<int64_t>(sizeof(E)));
 constexpr int kNmGradRows = 32;
