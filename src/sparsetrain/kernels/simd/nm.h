@@ -100,8 +100,9 @@ inline void nm_fwd(const NmViewT<E>& w, const PackedTokensT<E>& x, const float* 
 // whole block. A chunk of 4 bf16 tiles is 128 products per W entries against some 45
 // instructions of lane reduction and gradient update; 8 tiles halve that share and made the 2:4
 // backward 2-10% faster in alternated runs (docs/benchmarks.md).
+constexpr int64_t kNmChunkLineBytes = 1024;
 template <typename E>
-constexpr int64_t kNmChunkTiles = 1024 / (kTokenTile * static_cast<int64_t>(sizeof(E)));
+constexpr int64_t kNmChunkTiles = kNmChunkLineBytes / (kTokenTile * static_cast<int64_t>(sizeof(E)));
 constexpr int kNmGradRows = 32;
 constexpr int64_t kNmSliceBytes = 512 * 1024;
 
@@ -111,8 +112,7 @@ inline void nm_sddmm(const NmViewT<E>& w, const PackedTokensT<E>& dy, const Pack
   const int n = w.n, m = w.m;
   const int64_t per_row = w.groups() * n;
   // Entries per slice: whole batches of W covering about kNmSliceBytes of X per chunk.
-  const int64_t slice_groups =
-      std::max<int64_t>(1, kNmSliceBytes / (kNmChunkTiles<E> * m * kTokenTile * static_cast<int64_t>(sizeof(E))));
+  const int64_t slice_groups = std::max<int64_t>(1, kNmSliceBytes / (kNmChunkLineBytes * m));
   const int64_t slice_entries = std::max<int64_t>(W, slice_groups * n / W * W);
   for (int64_t t0 = 0; t0 < x.tiles; t0 += kNmChunkTiles<E>) {
     const int64_t t1 = std::min(x.tiles, t0 + kNmChunkTiles<E>);
