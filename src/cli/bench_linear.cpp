@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cli/speed_target.h"
 #include "sparsetrain/core/bf16.h"
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/isa.h"
@@ -166,6 +167,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
     formats.push_back(FormatSpec::parse(f, "bench linear --format"));
   for (double s : sparsities)
     if (!(s >= 0.0 && s < 1.0)) fail("bench linear: --sparsity {} is outside [0, 1)", s);
+  std::vector<std::string> format_names;
+  for (const FormatSpec& f : formats) format_names.push_back(f.name());
+  const std::map<std::string, double> targets = parse_format_targets(o.targets, format_names);
 
   const int threads = num_threads();
   if (!o.json) {
@@ -177,8 +181,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
     fmt::print(
         "step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s, bytes / {:.0f} GB/s)\n",
         o.peak_gflops, o.bandwidth_gbs);
-    fmt::print("{:>10} {:>7} {:>6} {:>6} | {:>8} {:>7} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>7}\n", "layer", "format",
-               "sparse", "tokens", "dense ms", "GF/s", "fwd ms", "bwd ms", "step ms", "speedup", "GF/s", "floor%");
+    fmt::print("{:>10} {:>7} {:>6} {:>6} | {:>8} {:>7} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>7}{}\n", "layer", "format",
+               "sparse", "tokens", "dense ms", "GF/s", "fwd ms", "bwd ms", "step ms", "speedup", "GF/s", "floor%",
+               targets.empty() ? "" : " | target");
   }
   for (const Shape& shape : shapes)
     for (int64_t t : tokens) {
@@ -202,6 +207,8 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                       static_cast<double>(r.nnz) * bytes_per_value);
           const double floor_ms = std::max(flops / (o.peak_gflops * 1e6), bytes / (o.bandwidth_gbs * 1e6));
           const double speedup = dense.total() / r.sparse.total();
+          const auto target = targets.find(format.name());
+          const TargetVerdict verdict{target != targets.end() ? target->second : 0.0, speedup};
           if (o.json) {
             nlohmann::json j = {{"format", format.name()},
                                 {"precision", precision_name(o.precision)},
@@ -225,14 +232,17 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                 {"speedup_vs_dense_best", dense.best / r.sparse.total()},
                                 {"useful_gflops", useful_gflops},
                                 {"floor_ms", floor_ms}};
+            if (target != targets.end()) verdict.add_to(j);
             fmt::print("{}\n", j.dump());
           } else {
+            std::string judged;
+            if (!targets.empty()) judged = " | " + (target != targets.end() ? verdict.describe() : std::string("-"));
             fmt::print(
                 "{:>10} {:>7} {:>6.3f} {:>6} | {:>8.2f} {:>7.0f} | {:>7.2f} {:>7.2f} {:>8.2f} | {:>6.2f}x {:>7.0f} "
-                "{:>6.0f}%\n",
+                "{:>6.0f}%{}\n",
                 fmt::format("{}>{}", shape.in, shape.out), format.name(), r.true_sparsity, t, dense.total(),
                 dense_gflops, r.sparse.fwd, r.sparse.dx, r.sparse.total(), speedup, useful_gflops,
-                100.0 * floor_ms / r.sparse.total());
+                100.0 * floor_ms / r.sparse.total(), judged);
           }
           std::fflush(stdout);
         }

@@ -24,6 +24,8 @@ struct BenchLinearOptions {
   // bf16: the sparse kernels' bf16 entries against oneDNN's bf16 matmul (operands rounded to bf16,
   // float32 accumulation and outputs, both sides).
   Precision precision = Precision::Fp32;
+  // "FORMAT=SPEEDUP": each case of that format is judged against the speedup (cli/speed_target.h).
+  std::vector<std::string> targets;
 };
 
 int run_bench_linear(const BenchLinearOptions& options);

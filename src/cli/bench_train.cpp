@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/memory_check.h"
+#include "cli/speed_target.h"
 #include "sparsetrain/core/bf16.h"
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/core/isa.h"
@@ -379,6 +380,11 @@ int run_bench_train(const BenchTrainOptions& o) {
     result["dense_allreduce"] = da;
     result["sparse_allreduce"] = sa;
   }
+  std::optional<TargetVerdict> verdict;
+  if (o.target) {
+    verdict = TargetVerdict{*o.target, dense_ms / sparse_ms};
+    verdict->add_to(result);
+  }
   if (o.profile) {
     result["dense_profile"] = median_profile(dense);
     result["sparse_profile"] = median_profile(sparse);
@@ -404,6 +410,9 @@ int run_bench_train(const BenchTrainOptions& o) {
   fmt::print("speedup {:.2f}x (FLOP limit {:.2f}x)", dense_ms / sparse_ms, flops_dense / flops_sparse);
   if (o.rounds > 1) fmt::print("; round by round {:.2f}x", fmt::join(round_speedups, "x, "));
   fmt::print("\n");
+  if (verdict)
+    fmt::print("target: {}; the sparse step takes {:.1f} ms, the target {:.1f} ms or less\n", verdict->describe(),
+               sparse_ms, dense_ms / verdict->target);
   fmt::print(
       "dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{}{})\n",
       dense_model_gflops, dense_model_gflops / gemm_rate, gemm_rate, d["gemm"]["m"].get<int64_t>(),

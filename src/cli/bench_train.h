@@ -23,6 +23,7 @@ struct BenchTrainOptions {
   std::optional<std::string> precision;  // fp32 or bf16 for both cases; default: the config's
   bool json = false;
   bool profile = false;  // also time each phase of the step (core/profile.h)
+  std::optional<double> target;  // the sparse-over-dense speedup to judge the run against
   std::string run_case;  // "dense" or "sparse": run that case in this process, print one JSON line
 };
 

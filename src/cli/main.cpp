@@ -48,6 +48,14 @@ CLI::Validator at_least(double low, const char* name) {
 }
 const CLI::Validator kAtLeastOne = at_least(1, "POSITIVE");
 const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
+const CLI::Validator kSpeedup(
+    [](std::string& text) -> std::string {
+      double value = 0.0;
+      if (!CLI::detail::lexical_cast(text, value) || !(value > 0.0 && value < 1e300))
+        return fmt::format("expected a speedup above 0, e.g. 3.5, got '{}'", text);
+      return std::string();
+    },
+    "SPEEDUP");
 const CLI::Validator kHfDir(
     [](std::string& text) -> std::string {
       return text.starts_with("hf:") && text.size() > 3
@@ -257,6 +265,8 @@ int run_command(int argc, char** argv) {
   bench_linear->add_option(names("--bandwidth-gbs"), linear.bandwidth_gbs,
                            "Memory bandwidth used for the floor column");
   bench_linear->add_flag(names("--json"), linear.json, "One JSON object per line");
+  bench_linear->add_option(names("--target"), linear.targets,
+                           "FORMAT=SPEEDUP: judge each case of that format against the speedup (e.g. csr=4 2:4=1.3)");
   std::string linear_precision = "fp32";
   bench_linear
       ->add_option(names("--precision"), linear_precision,
@@ -281,6 +291,10 @@ int run_command(int argc, char** argv) {
       ->add_option(names("--precision"), train_bench.precision,
                    "fp32 or bf16 for both cases (default: the config's model.mixed_precision)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  bench_train
+      ->add_option(names("--target"), train_bench.target,
+                   "Speedup of the sparse step over the dense one to judge the run against (e.g. 3.5)")
+      ->check(kSpeedup);
   bench_train->add_flag(names("--profile"), train_bench.profile,
                         "Also time each phase of the step (linear layers, attention, head, optimizer, ...)");
   bench_train

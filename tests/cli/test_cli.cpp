@@ -122,6 +122,53 @@ TEST(CliBenchLinear, TablePrintsAHeaderAndOneRowPerCase) {
   EXPECT_TRUE(contains(r.out, "1 threads")) << r.out;
 }
 
+// --target FORMAT=SPEEDUP judges the cases of that format: JSON keys and a table column; a format
+// the run does not time, or an item that is not FORMAT=SPEEDUP, is an error before anything runs.
+TEST(CliBenchLinear, TargetsJudgeTheirFormatsCases) {
+  const CliResult r = run_cli(bench_linear({"--sparsity", "0.9", "--format", "csr", "bcsr4", "2:4", "--target",
+                                            "csr=1e-6", "2:4=1e6", "--json"}),
+                              kOneThread);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  const double targets[] = {1e-6, 0.0, 1e6};  // csr, bcsr4 (none), 2:4
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    SCOPED_TRACE(lines[i]);
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);
+    if (targets[i] == 0.0) {
+      EXPECT_FALSE(j.contains("target_speedup"));
+      EXPECT_FALSE(j.contains("target_met"));
+      continue;
+    }
+    const double speedup = j["speedup"];
+    EXPECT_EQ(j["target_speedup"].get<double>(), targets[i]);
+    EXPECT_EQ(j["target_met"].get<bool>(), speedup >= targets[i]);
+    EXPECT_EQ(j["target_met"].get<bool>(), i == 0);
+    EXPECT_NEAR(j["target_short_by"].get<double>(), targets[i] / speedup, 1e-9 * targets[i] / speedup);
+  }
+
+  const CliResult table = run_cli(
+      bench_linear({"--sparsity", "0.9", "--format", "csr", "2:4", "--target", "csr=1e-6", "2:4=1e6"}), kOneThread);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "| target")) << table.out;
+  EXPECT_TRUE(std::regex_search(table.out, std::regex(R"(csr .*\| met \(target >= 0\.00x\)\n)"))) << table.out;
+  EXPECT_TRUE(
+      std::regex_search(table.out, std::regex(R"(2:4 .*\| missed: short by [0-9.]+x \(target >= 1000000\.00x\)\n)")))
+      << table.out;
+
+  for (const auto& [item, message] : std::vector<std::pair<std::string, std::string>>{
+           {"bcsr8=2",
+            "bench linear --target: 'bcsr8=2' names format bcsr8, which this run does not time (--format: csr)"},
+           {"csr", "bench linear --target: 'csr' is not FORMAT=SPEEDUP"},
+           {"csr=-1", "bench linear --target csr=-1: '-1' is not a speedup; expected a number > 0"},
+           {"csr5=1", "bench linear --target: unknown sparse format 'csr5'"}}) {
+    const CliResult bad = run_cli(bench_linear({"--format", "csr", "--target", item}), kOneThread);
+    EXPECT_EQ(bad.exit_code, 1) << item;
+    EXPECT_TRUE(contains(bad.err, message)) << bad.err;
+    EXPECT_TRUE(bad.out.empty()) << "nothing timed before the error: " << bad.out;
+  }
+}
+
 // Writes `text` to a fresh file in the temporary directory and returns its path.
 std::string write_config(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / ("sparsetrain_test_cli_" + name);
@@ -490,11 +537,46 @@ TEST(CliBenchTrain, ProfileSplitsTheStepIntoPhases) {
   EXPECT_TRUE(contains(table.out, "linear backward")) << table.out;
 }
 
+// One timed step of each case, no warm-up, with `extra` options.
+CliResult bench_train_once(const std::string& path, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"bench", "train", "--params", path, "--steps", "1", "--warmup", "0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_cli(args, kOneThread);
+}
+
+// --target judges the sparse-over-dense speedup: JSON keys, a table line with the step time the
+// target needs, and a refusal of a speedup that is not above 0.
+TEST(CliBenchTrain, TargetSaysMetOrByHowMuchItFellShort) {
+  const std::string path =
+      tiny_gpt_config("bench_target", "sparsity: {algorithm: static, sparsity: 0.9, format: csr}\n");
+  const CliResult r = bench_train_once(path, {"--target", "1e6", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(lines_of(r.out).at(0));
+  EXPECT_EQ(j["target_speedup"].get<double>(), 1e6);
+  EXPECT_FALSE(j["target_met"].get<bool>());
+  EXPECT_NEAR(j["target_short_by"].get<double>(), 1e6 / j["speedup"].get<double>(), 1e-3);
+
+  const CliResult table = bench_train_once(path, {"--target", "1e-6"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(std::regex_search(table.out, std::regex(R"(\ntarget: met \(target >= 0\.00x\); the sparse step takes )"
+                                                      R"([0-9.]+ ms, the target [0-9.e+]+ ms or less\n)")))
+      << table.out;
+  const CliResult missed = bench_train_once(path, {"--target", "1e6"});
+  ASSERT_EQ(missed.exit_code, 0) << missed.err;
+  EXPECT_TRUE(contains(missed.out, "target: missed: short by ")) << missed.out;
+
+  for (const char* bad : {"0", "-2", "fast"}) {
+    const CliResult refused = run_cli({"bench", "train", "--params", path, "--target", bad}, kOneThread);
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_TRUE(contains(refused.err, fmt::format("--target: expected a speedup above 0, e.g. 3.5, got '{}'", bad)))
+        << refused.err;
+  }
+}
+
 TEST(CliBenchTrain, TableAndRefusalOfADenseConfig) {
   const std::string sparse =
       tiny_gpt_config("bench_table", "sparsity: {algorithm: static, sparsity: 0.9, format: bcsr4}\n");
-  const CliResult r =
-      run_cli({"bench", "train", "--params", sparse, "--steps", "1", "--warmup", "0", "--rounds", "2"}, kOneThread);
+  const CliResult r = bench_train_once(sparse, {"--rounds", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(speedup [0-9.]+x \(FLOP limit [0-9.]+x\); round by round )"
                                                   R"([0-9.]+x, [0-9.]+x\n)")))
