@@ -4,7 +4,9 @@ torch_gpt.py's JSON lines) into one table on stdout and one JSON file. Each row'
 median step over the run's processes (data-parallel runs: over the run's process groups); the
 ratio column divides its tokens/s by PyTorch bf16 autocast's, and with data-parallel rows (run.sh
 --ddp N) two more columns divide it by PyTorch DDP fp32's and bf16 autocast's, and a summary sets
-each sparse sparsetrain data-parallel row against them (target: >= 3x)."""
+each sparse sparsetrain data-parallel row against them (target: >= 3x). With --target KEY=SPEEDUP
+a summary judges rows against the speedups asked for and says by how much each missed one falls
+short; --sparsetrain-fp32 adds the sparse cases in fp32 beside a bf16 run (run.sh --with-fp32)."""
 import argparse
 import datetime
 import json
@@ -15,6 +17,34 @@ import sys
 
 # sparsetrain 90% sparse on N processes x 1 thread against PyTorch DDP on the same.
 DDP_TARGET = 3.0
+
+# --target KEY=SPEEDUP: the row of sparsetrain's dense case or of a sparse case (its label's first
+# word, lower-cased: "CSR 90%" -> csr) against PyTorch bf16 autocast, or every sparse case in the
+# run's precision against the same case in fp32 (run.sh --with-fp32).
+BF16_OVER_FP32 = "bf16-over-fp32"
+
+
+def parse_targets(items, sparse_keys):
+    """{key: speedup} from KEY=SPEEDUP items; exits naming the item when one does not parse."""
+    keys = ["dense", *sparse_keys, BF16_OVER_FP32]
+    targets = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        try:
+            speedup = float(value)
+        except ValueError:
+            speedup = 0.0
+        if not eq or key not in keys or not 0 < speedup < float("inf"):
+            sys.exit(f"combine.py: --target {item}: expected KEY=SPEEDUP with KEY one of {', '.join(keys)} "
+                     "and SPEEDUP a number > 0")
+        if key in targets:
+            sys.exit(f"combine.py: --target {item}: {key} has two targets")
+        targets[key] = speedup
+    return targets
+
+
+def case_key(label):
+    return label.split()[0].lower()
 
 
 def load_bench_json(path, ranks=None):
@@ -76,12 +106,24 @@ def main():
                    help="the same from `mpirun -np DDP ... bench train --json` (once per round)")
     p.add_argument("--ddp", type=int, default=0, help="processes of the data-parallel cases (0: none)")
     p.add_argument("--ddp-threads", type=int, default=1, help="threads of each data-parallel process")
+    p.add_argument("--sparsetrain-fp32", nargs=2, action="append", default=[], metavar=("LABEL", "FILE"),
+                   help="the same sparse case's bench train JSON in fp32, beside a bf16 run (once per round)")
+    p.add_argument("--target", action="append", default=[], metavar="KEY=SPEEDUP",
+                   help=f"judge a row: dense or a sparse case (csr, bcsr16) against PyTorch bf16 autocast, or "
+                        f"{BF16_OVER_FP32}: every sparse case against itself in fp32")
     p.add_argument("--torch", required=True, help="torch_gpt.py's JSON lines (with and without --ddp)")
     a = p.parse_args()
+    targets = parse_targets(a.target, sorted({case_key(label) for label, _ in a.sparsetrain}))
+    if BF16_OVER_FP32 in targets and (a.precision_sparsetrain == "fp32" or not a.sparsetrain_fp32):
+        sys.exit(f"combine.py: --target {BF16_OVER_FP32} needs a run in another precision than fp32 and its "
+                 "sparse cases in fp32 too (run.sh --precision-sparsetrain bf16 --with-fp32)")
 
     sparsetrain_runs = []
     for label, path in a.sparsetrain:
         sparsetrain_runs.append({"sparse_label": label, **load_bench_json(path)})
+    sparsetrain_fp32_runs = []
+    for label, path in a.sparsetrain_fp32:
+        sparsetrain_fp32_runs.append({"sparse_label": label, **load_bench_json(path)})
     sparsetrain_ddp_runs = []
     for label, path in a.sparsetrain_ddp:
         r = load_bench_json(path, a.ddp)
@@ -108,6 +150,11 @@ def main():
         add(f"sparsetrain dense{suffix}", r["dense_ms_per_step"], r["tokens_per_step"])
     for r in sparsetrain_runs:
         add(f"sparsetrain {r['sparse_label']}{suffix}", r["sparse_ms_per_step"], r["tokens_per_step"])
+    # The same cases in fp32 (--with-fp32), beside a bf16 run.
+    for r in sparsetrain_fp32_runs:
+        add("sparsetrain dense", r["dense_ms_per_step"], r["tokens_per_step"])
+    for r in sparsetrain_fp32_runs:
+        add(f"sparsetrain {r['sparse_label']}", r["sparse_ms_per_step"], r["tokens_per_step"])
     names = {"fp32": "PyTorch fp32", "bf16": "PyTorch bf16 autocast"}
     for precision in ("fp32", "bf16"):
         for r in torch_runs:
@@ -160,6 +207,27 @@ def main():
             ratio = rate_of(label) / ddp_reference[precision]
             sparse_vs_ddp.append({"sparsetrain": label, "pytorch": peer, "ratio": ratio, "target": DDP_TARGET,
                                   "met": ratio >= DDP_TARGET})
+    # The targets: a row against PyTorch bf16 autocast, or a sparse case in the run's precision
+    # against the same case in fp32.
+    judged = []
+
+    def judge(what, against, ratio, target):
+        judged.append({"what": what, "against": against, "ratio": ratio, "target": target,
+                       "met": ratio >= target, "short_by": target / ratio})
+
+    sparse_labels = list(dict.fromkeys(r["sparse_label"] for r in sparsetrain_runs))
+    for key, target in targets.items():
+        if key == BF16_OVER_FP32:
+            for label in sparse_labels:
+                row = f"sparsetrain {label}{suffix}"
+                judge(row, f"sparsetrain {label}", rate_of(row) / rate_of(f"sparsetrain {label}"), target)
+            continue
+        if not reference:
+            sys.exit(f"combine.py: --target {key}: no PyTorch bf16 autocast run to compare with")
+        for row in [f"sparsetrain dense{suffix}"] if key == "dense" else \
+                [f"sparsetrain {label}{suffix}" for label in sparse_labels if case_key(label) == key]:
+            judge(row, names["bf16"], rate_of(row) / reference, target)
+
     # The rows compare throughput only if both sides train on the same global batch.
     ddp_tokens = {r["tokens_per_step"] for r in torch_ddp_runs} | \
         {r["tokens_per_step"] for r in sparsetrain_ddp_runs}
@@ -181,7 +249,9 @@ def main():
         "torch_blas": torch0.get("blas"),
         "torch_bf16": torch0.get("bf16"),
         "rows": rows,
+        "targets": judged,
         "sparsetrain": sparsetrain_runs,
+        "sparsetrain_fp32": sparsetrain_fp32_runs,
         "torch": torch_runs,
     }
     if a.ddp:
@@ -215,6 +285,11 @@ def main():
     for r in rows:
         ratios = "".join(f"  {(f'{r[k]:.2f}x' if r.get(k) else '-'):>15}" for _, k in columns)
         print(f"{r['what']:<{width}}  {r['ms_per_step']:>8.1f}  {r['tokens_per_s']:>9.0f}{ratios}")
+    if judged:
+        print("\ntargets:")
+        for c in judged:
+            verdict = "met" if c["met"] else f"missed, short by {c['short_by']:.3f}x"
+            print(f"  {c['what']} vs {c['against']}: {c['ratio']:.2f}x, target >= {c['target']:g}x: {verdict}")
     if sparse_vs_ddp:
         print(f"\nsparsetrain sparse vs PyTorch DDP (target >= {DDP_TARGET:g}x):")
         for c in sparse_vs_ddp:

@@ -23,6 +23,11 @@
 #   --bcsr16                      also configs/bench_gpt_bcsr16_90.yaml (16x16 blocks)
 #   --precision-sparsetrain P     sparsetrain's precision (default fp32); anything else is passed
 #                                 to `bench train --precision P` and named in the table's rows
+#   --with-fp32                   with another precision: also each sparse config's bench train in
+#                                 fp32 (rows without the precision's suffix)
+#   --target KEY=SPEEDUP          judge the run (repeatable): dense, csr or bcsr16 against PyTorch
+#                                 bf16 autocast; bf16-over-fp32 (needs --with-fp32): each sparse
+#                                 case against itself in fp32. The summary says met, or short by how much
 #   --torch-env VAR=VALUE         set for the PyTorch processes only (repeatable), e.g.
 #                                 LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp: the
 #                                 OpenMP build of OpenBLAS (libopenblas0-openmp), which shares
@@ -52,6 +57,8 @@ precision=fp32
 torch_env=()
 ddp=0
 mpirun_args=()
+with_fp32=0
+targets=()
 out=runs/peers/peers.json
 positive() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "bench/peers/run.sh: $1 needs a number >= 1, got '$2'" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -62,6 +69,9 @@ while [ $# -gt 0 ]; do
               warmup=$2; shift ;;
     --rounds) positive "$1" "${2:-}"; rounds=$2; shift ;;
     --bcsr16) bcsr16=1 ;;
+    --with-fp32) with_fp32=1 ;;
+    --target) [[ "${2:-}" == *=* ]] || { echo "bench/peers/run.sh: --target needs KEY=SPEEDUP, e.g. csr=4" >&2; exit 2; }
+              targets+=(--target "$2"); shift ;;
     --precision-sparsetrain) precision=${2:?--precision-sparsetrain needs a precision}; shift ;;
     --torch-env) [[ "${2:-}" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "bench/peers/run.sh: --torch-env needs VAR=VALUE" >&2; exit 2; }
                  torch_env+=("$2"); shift ;;
@@ -70,11 +80,24 @@ while [ $# -gt 0 ]; do
                   mpirun_args+=("$2"); shift ;;
     --mpirun-arg=*) mpirun_args+=("${1#--mpirun-arg=}") ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    -*) echo "bench/peers/run.sh: unknown option '$1' (--threads, --steps, --warmup, --rounds, --bcsr16, --precision-sparsetrain, --torch-env, --ddp, --mpirun-arg, OUT.json)" >&2
+    -*) echo "bench/peers/run.sh: unknown option '$1' (--threads, --steps, --warmup, --rounds, --bcsr16, --precision-sparsetrain, --with-fp32, --target, --torch-env, --ddp, --mpirun-arg, OUT.json)" >&2
         exit 2 ;;
     *) out=$1 ;;
   esac
   shift
+done
+
+# Targets are checked here, not after minutes of runs (combine.py checks the speedups).
+keys="dense csr"
+[ "$bcsr16" -eq 0 ] || keys+=" bcsr16"
+[ "$with_fp32" -eq 0 ] || [ "$precision" = fp32 ] || keys+=" bf16-over-fp32"
+for ((i = 1; i < ${#targets[@]}; i += 2)); do
+  key=${targets[i]%%=*}
+  if [[ " $keys " != *" $key "* ]]; then
+    echo "bench/peers/run.sh: --target ${targets[i]}: this run's targets are $keys (bcsr16 needs --bcsr16;" >&2
+    echo "  bf16-over-fp32 needs --precision-sparsetrain bf16 --with-fp32)" >&2
+    exit 2
+  fi
 done
 
 bin=${SPARSETRAIN_BUILD_DIR:-build}/src/cli/sparsetrain
@@ -138,6 +161,12 @@ for ((round = 1; round <= rounds; ++round)); do
     echo "round $round/$rounds: sparsetrain bench train --params $config ${bench_args[*]}" >&2
     "$bin" bench train --params "$config" "${bench_args[@]}" >"$file"
     combine_args+=(--sparsetrain "$label" "$file")
+    [ "$with_fp32" -eq 1 ] && [ "$precision" != fp32 ] || continue
+    fp32_args=(--threads "$threads" --steps "$steps" --warmup "$warmup" --json)
+    file="$tmp/sparsetrain-fp32-$round-${config##*/}.json"
+    echo "round $round/$rounds: sparsetrain bench train --params $config ${fp32_args[*]}" >&2
+    "$bin" bench train --params "$config" "${fp32_args[@]}" >"$file"
+    combine_args+=(--sparsetrain-fp32 "$label" "$file")
   done
   for torch_precision in fp32 bf16; do
     echo "round $round/$rounds: ${torch_env[*]}${torch_env[*]:+ }torch_gpt.py --precision $torch_precision --threads $threads" >&2
@@ -178,4 +207,4 @@ done
 mkdir -p "$(dirname "$out")"
 "$python" bench/peers/combine.py --out "$out" --threads "$threads" --precision-sparsetrain "$precision" \
   --ddp "$ddp" --ddp-threads "$ddp_threads" \
-  --sparsetrain-version "$("$bin" --version)" --torch "$tmp/torch.jsonl" "${combine_args[@]}"
+  --sparsetrain-version "$("$bin" --version)" --torch "$tmp/torch.jsonl" "${targets[@]}" "${combine_args[@]}"
