@@ -87,10 +87,15 @@ while [ $# -gt 0 ]; do
   shift
 done
 
+if [ "$with_fp32" -eq 1 ] && [ "$precision" = fp32 ]; then
+  echo "bench/peers/run.sh: --with-fp32 adds fp32 runs beside another precision; this run is fp32 already" >&2
+  echo "  (add --precision-sparsetrain bf16)" >&2
+  exit 2
+fi
 # Targets are checked here, not after minutes of runs (combine.py checks the speedups).
 keys="dense csr"
 [ "$bcsr16" -eq 0 ] || keys+=" bcsr16"
-[ "$with_fp32" -eq 0 ] || [ "$precision" = fp32 ] || keys+=" bf16-over-fp32"
+[ "$with_fp32" -eq 0 ] || keys+=" bf16-over-fp32"
 for ((i = 1; i < ${#targets[@]}; i += 2)); do
   key=${targets[i]%%=*}
   if [[ " $keys " != *" $key "* ]]; then
@@ -161,7 +166,7 @@ for ((round = 1; round <= rounds; ++round)); do
     echo "round $round/$rounds: sparsetrain bench train --params $config ${bench_args[*]}" >&2
     "$bin" bench train --params "$config" "${bench_args[@]}" >"$file"
     combine_args+=(--sparsetrain "$label" "$file")
-    [ "$with_fp32" -eq 1 ] && [ "$precision" != fp32 ] || continue
+    [ "$with_fp32" -eq 1 ] || continue
     fp32_args=(--threads "$threads" --steps "$steps" --warmup "$warmup" --json)
     file="$tmp/sparsetrain-fp32-$round-${config##*/}.json"
     echo "round $round/$rounds: sparsetrain bench train --params $config ${fp32_args[*]}" >&2
