@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/speed_target.h"
 #include "sparsetrain/core/bf16.h"
@@ -207,8 +208,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                       static_cast<double>(r.nnz) * bytes_per_value);
           const double floor_ms = std::max(flops / (o.peak_gflops * 1e6), bytes / (o.bandwidth_gbs * 1e6));
           const double speedup = dense.total() / r.sparse.total();
-          const auto target = targets.find(format.name());
-          const TargetVerdict verdict{target != targets.end() ? target->second : 0.0, speedup};
+          std::optional<TargetVerdict> verdict;
+          if (const auto target = targets.find(format.name()); target != targets.end())
+            verdict = TargetVerdict{target->second, speedup};
           if (o.json) {
             nlohmann::json j = {{"format", format.name()},
                                 {"precision", precision_name(o.precision)},
@@ -232,11 +234,11 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                 {"speedup_vs_dense_best", dense.best / r.sparse.total()},
                                 {"useful_gflops", useful_gflops},
                                 {"floor_ms", floor_ms}};
-            if (target != targets.end()) verdict.add_to(j);
+            if (verdict) verdict->add_to(j);
             fmt::print("{}\n", j.dump());
           } else {
             std::string judged;
-            if (!targets.empty()) judged = " | " + (target != targets.end() ? verdict.describe() : std::string("-"));
+            if (!targets.empty()) judged = " | " + (verdict ? verdict->describe() : std::string("-"));
             fmt::print(
                 "{:>10} {:>7} {:>6.3f} {:>6} | {:>8.2f} {:>7.0f} | {:>7.2f} {:>7.2f} {:>8.2f} | {:>6.2f}x {:>7.0f} "
                 "{:>6.0f}%{}\n",

@@ -22,6 +22,7 @@
 #include "cli/inspect_command.h"
 #include "cli/isa_options.h"
 #include "cli/plot_command.h"
+#include "cli/speed_target.h"
 #include "cli/train_command.h"
 #include "sparsetrain/config/yaml_reader.h"
 #include "sparsetrain/core/build_info.h"
@@ -50,10 +51,8 @@ const CLI::Validator kAtLeastOne = at_least(1, "POSITIVE");
 const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
 const CLI::Validator kSpeedup(
     [](std::string& text) -> std::string {
-      double value = 0.0;
-      if (!CLI::detail::lexical_cast(text, value) || !(value > 0.0 && value < 1e300))
-        return fmt::format("expected a speedup above 0, e.g. 3.5, got '{}'", text);
-      return std::string();
+      return sparsetrain::speedup_of(text) ? std::string()
+                                           : fmt::format("expected a speedup above 0, e.g. 3.5, got '{}'", text);
     },
     "SPEEDUP");
 const CLI::Validator kHfDir(

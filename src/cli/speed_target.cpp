@@ -23,11 +23,10 @@ void TargetVerdict::add_to(nlohmann::json& j) const {
   j["target_short_by"] = short_by();
 }
 
-double parse_speedup(const std::string& text, const std::string& option) {
+std::optional<double> speedup_of(const std::string& text) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value <= 0.0)
-    fail("{}: '{}' is not a speedup; expected a number > 0, e.g. 4 or 1.3", option, text);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value <= 0.0) return std::nullopt;
   return value;
 }
 
@@ -43,7 +42,10 @@ std::map<std::string, double> parse_format_targets(const std::vector<std::string
       fail("{}: '{}' names format {}, which this run does not time (--format: {})", option, item, name,
            fmt::join(formats, ", "));
     if (targets.count(name) != 0) fail("{}: format {} has two targets", option, name);
-    targets[name] = parse_speedup(item.substr(eq + 1), fmt::format("{} {}", option, item));
+    const std::string value = item.substr(eq + 1);
+    const std::optional<double> speedup = speedup_of(value);
+    if (!speedup) fail("{} {}: '{}' is not a speedup; expected a number > 0, e.g. 4 or 1.3", option, item, value);
+    targets[name] = *speedup;
   }
   return targets;
 }
