@@ -279,6 +279,11 @@ inline void block_sddmm_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>&
 // they are reduced and written, which a whole 3072-feature panel (one tile per MB) would not allow.
 inline constexpr int64_t kSddmmPanelBytes = 512 * 1024;
 inline constexpr int64_t kSddmmTiles = 4;
+// Transposed dY kept per thread across the slices of a chunk: every block-row's copy is made once
+// per chunk and read by each slice, instead of transposed again per slice (six times over for a
+// 3072-feature X). Block-rows beyond this many bytes of copies are taken in groups, each visiting
+// every slice. With one slice a block-row's copy is made just before its blocks use it, from L1.
+inline constexpr int64_t kSddmmTransposedBytes = int64_t{2} << 20;
 
 // The weight pass's products as a policy (see FmaProducts): FmaBlockGrads transposes dY's
 // block-row into dyt (transpose_dy_rows) and runs the outer products (block_sddmm_blocks).
@@ -306,29 +311,42 @@ void block_sddmm(const BlockSparseViewT<E>& w, const PackedTokensT<E>& dy, const
     slice = std::max<int64_t>(kFeaturePad, kSddmmPanelBytes / (chunk * kFeatureBytes) / kFeaturePad * kFeaturePad);
   }
   chunk = std::min(chunk, x.tiles);
+  // Floats of one block-row's transposed dY over a chunk, and block-rows per group.
+  const int64_t copy = chunk * kTokenTile * B;
+  const int64_t group =
+      slice >= x.features ? 1
+                          : std::max<int64_t>(1, kSddmmTransposedBytes / (copy * static_cast<int64_t>(sizeof(float))));
   thread_local AlignedBuffer<float> dyt;
   thread_local AlignedBuffer<int32_t> next;  // per block-row: first block not yet visited in this chunk
-  if constexpr (B * B != W) dyt.resize(static_cast<std::size_t>(chunk * kTokenTile * B));
+  if constexpr (B * B != W)
+    dyt.resize(static_cast<std::size_t>(std::min(group, block_rows.end - block_rows.begin) * copy));
   next.resize(static_cast<std::size_t>(block_rows.end - block_rows.begin));
   for (int64_t t0 = 0; t0 < x.tiles; t0 += chunk) {
     const int64_t t1 = std::min(x.tiles, t0 + chunk);
     const bool overwrite = !accumulate && t0 == 0;
-    for (int64_t br = block_rows.begin; br < block_rows.end; ++br) next[br - block_rows.begin] = w.row_ptr[br];
-    for (int64_t c1 = slice; c1 - slice < x.features; c1 += slice)
-      for (int64_t br = block_rows.begin; br < block_rows.end; ++br) {
-        int32_t& k0 = next[br - block_rows.begin];
-        int32_t k1 = k0;
-        while (k1 < w.row_ptr[br + 1] && w.col[k1] < c1) ++k1;
-        if (k1 == k0) continue;
-        if constexpr (B * B == W) {
-          block_sddmm_dots<B>(dy, x, br, w.col + k0, k1 - k0, t0, t1, dvalues + static_cast<int64_t>(k0) * B * B,
-                              overwrite);
-        } else {
-          Grads::template transpose_dy<B>(dy, br * B, t0, t1, dyt.data());
-          Grads::template blocks<B>(w, x, k0, k1, dyt.data(), t0, t1, dvalues, overwrite);
-        }
-        k0 = k1;
+    for (int64_t g0 = block_rows.begin; g0 < block_rows.end; g0 += group) {
+      const int64_t g1 = std::min(block_rows.end, g0 + group);
+      for (int64_t br = g0; br < g1; ++br) {
+        next[br - block_rows.begin] = w.row_ptr[br];
+        if constexpr (B * B != W)
+          if (w.row_ptr[br + 1] > w.row_ptr[br])
+            Grads::template transpose_dy<B>(dy, br * B, t0, t1, dyt.data() + (br - g0) * copy);
       }
+      for (int64_t c1 = slice; c1 - slice < x.features; c1 += slice)
+        for (int64_t br = g0; br < g1; ++br) {
+          int32_t& k0 = next[br - block_rows.begin];
+          int32_t k1 = k0;
+          while (k1 < w.row_ptr[br + 1] && w.col[k1] < c1) ++k1;
+          if (k1 == k0) continue;
+          if constexpr (B * B == W) {
+            block_sddmm_dots<B>(dy, x, br, w.col + k0, k1 - k0, t0, t1, dvalues + static_cast<int64_t>(k0) * B * B,
+                                overwrite);
+          } else {
+            Grads::template blocks<B>(w, x, k0, k1, dyt.data() + (br - g0) * copy, t0, t1, dvalues, overwrite);
+          }
+          k0 = k1;
+        }
+    }
   }
 }
 
