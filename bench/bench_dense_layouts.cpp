@@ -1,6 +1,7 @@
 // The dense path's GEMMs at the benchmark GPT's shapes (T = 2048 tokens; inputs -> outputs of
-// its block linears and the tied head), each in the operand layout the dense path uses and in
-// the transposed one it could use with a transposed copy of the weight:
+// its block linears and the tied head) and at the benchmark BERT's tied decoder, each in the
+// operand layout the dense path uses and in the transposed one it could use with a transposed
+// copy of the weight:
 //
 //   forward          Y = X W^T   'N','T' on W [N x K]   vs  'N','N' on W^T [K x N]
 //   weight gradient  dW = dY^T X 'T','N' into [N x K]   vs  dW^T = X^T dY 'T','N' into [K x N]
@@ -28,7 +29,7 @@ enum Layout : int64_t {
 };
 
 void dense_layouts(benchmark::State& state) {
-  const int64_t k = state.range(0), n = state.range(1), t = kGptTokens;
+  const int64_t k = state.range(0), n = state.range(1), t = state.range(3);
   const auto layout = static_cast<Layout>(state.range(2));
   const Matrix x = random_matrix(t, k, "x"), dy = random_matrix(t, n, "dy");
   const Matrix w = random_matrix(n, k, "w"), wt = random_matrix(k, n, "wt");
@@ -50,14 +51,16 @@ void dense_layouts(benchmark::State& state) {
   state.SetLabel(kNames[layout]);
 }
 
-void gpt_shapes(benchmark::internal::Benchmark* b) {
+void benchmark_shapes(benchmark::internal::Benchmark* b) {
   for (auto [k, n] : {std::pair<int64_t, int64_t>{512, 1536}, {512, 512}, {512, 2048}, {2048, 512}, {512, 8192}})
-    for (int64_t layout = kForwardNT; layout <= kEngineWeightGrad; ++layout) b->Args({k, n, layout});
-  b->ArgNames({"in", "out", "layout"})->Unit(benchmark::kMillisecond)->UseRealTime();
+    for (int64_t layout = kForwardNT; layout <= kEngineWeightGrad; ++layout) b->Args({k, n, layout, kGptTokens});
+  // The benchmark BERT's tied MLM decoder (768 -> 30,522) on its masked tokens, 15% of 2048.
+  for (int64_t layout = kForwardNT; layout <= kEngineWeightGrad; ++layout) b->Args({768, 30522, layout, 307});
+  b->ArgNames({"in", "out", "layout", "tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 }  // namespace
 
-BENCHMARK(dense_layouts)->Apply(gpt_shapes);
+BENCHMARK(dense_layouts)->Apply(benchmark_shapes);
 
 }  // namespace sparsetrain::bench
