@@ -258,10 +258,11 @@ std::vector<Case> cases() {
   all.push_back({"csr", 1600, 24, 70, 0.9, false});
   all.push_back({"csr", 1100, 24, 130, 0.9, true});  // sliced W^T over a tile pair and the odd tile
   all.push_back({"2:4", 1600, 24, 70, 0.0, false});
-  // Block weight pass: X wider than one column slice (two of 512 features over a chunk of
-  // kSddmmTiles tiles, then a partial chunk) and, on two threads, more block-rows per thread
-  // than one group of transposed dY copies (kSddmmTransposedBytes: 2048 rows here) holds.
-  for (std::string f : {"bcsr4", "bcsr8", "bcsr16"}) all.push_back({f, 4200, 600, 260, 0.97, false});
+  // Block weight pass: X wider than one column slice in both precisions (three of 512 features
+  // in float32, two of 1024 in bf16, over a chunk of kSddmmTiles tiles, then a partial chunk)
+  // and, on two threads, more block-rows per thread than one group of transposed dY copies
+  // (kSddmmTransposedBytes: 2048 rows here) holds.
+  for (std::string f : {"bcsr4", "bcsr8", "bcsr16"}) all.push_back({f, 4200, 1100, 260, 0.97, false});
   // More tiles than one N:M weight-pass chunk (kNmChunkTiles: 4 in float32, 8 in bf16), the
   // last chunk partial.
   all.push_back({"2:4", 37, 56, 600, 0.0, false});
