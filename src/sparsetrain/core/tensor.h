@@ -44,6 +44,19 @@ class Matrix {
   ConstMatrixView view() const { return {data(), rows_, cols_, cols_}; }
   operator MatrixView() { return view(); }
   operator ConstMatrixView() const { return view(); }
+  // Makes this rows x cols, allocating only past the capacity: a buffer whose row count changes
+  // every step (BERT's masked tokens) keeps its pages instead of being freed and faulted in again.
+  // Within the capacity the elements stay in place as a flat array; past it they are unspecified.
+  void reshape(int64_t rows, int64_t cols) {
+    const auto n = static_cast<std::size_t>(rows * cols);
+    if (n > buffer_.capacity()) {
+      buffer_.resize(0);   // nothing worth copying
+      buffer_.reserve(n);  // exactly: the largest size seen, not twice it
+    }
+    buffer_.resize(n);
+    rows_ = rows;
+    cols_ = cols;
+  }
   Matrix clone() const {
     Matrix copy;
     copy.rows_ = rows_;

@@ -323,9 +323,8 @@ LossResult Bert::forward_heads(const Batch& batch, bool training) {
     }
   const auto m = static_cast<int64_t>(masked_rows_.size());
   if (m == 0) fail("bert: a batch of {} rows masks no token; masked language modelling needs at least one", batch.rows);
-  for (Matrix* h : {&head_in_, &head_pre_, &head_act_, &head_norm_, &dhead_, &dhead_in_})
-    if (h->rows() != m) *h = Matrix(m, c);
-  if (logits_.rows() != m) logits_ = Matrix(m, config_.vocab_size);
+  for (Matrix* h : {&head_in_, &head_pre_, &head_act_, &head_norm_, &dhead_, &dhead_in_}) h->reshape(m, c);
+  logits_.reshape(m, config_.vocab_size);
   head_mean_.resize(static_cast<std::size_t>(m));
   head_rstd_.resize(static_cast<std::size_t>(m));
 

@@ -1,10 +1,12 @@
-// AlignedBuffer: 64-byte alignment (2 MB for huge-page candidates), growth that keeps the elements, and no reallocation while
-// the size stays within capacity (what lets sparse weights rebuild after a mask update).
+// AlignedBuffer: 64-byte alignment (2 MB for huge-page candidates), growth that keeps the elements, and no reallocation
+// while the size stays within capacity (what lets sparse weights rebuild after a mask update); Matrix::reshape on top
+// of it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
 #include "sparsetrain/core/aligned_buffer.h"
+#include "sparsetrain/core/tensor.h"
 
 namespace sparsetrain {
 namespace {
@@ -94,6 +96,35 @@ TEST(AlignedBuffer, CloneCopiesAndMoveTransfers) {
   EXPECT_EQ(moved.data(), storage);
   EXPECT_EQ(moved.size(), 20u);
   EXPECT_TRUE(a.empty());
+}
+
+// BERT's masked-token count changes every step; its head buffers must keep their storage. 8 MB,
+// so a freed buffer would go back to the kernel and come back without these values.
+TEST(Matrix, ReshapeWithinCapacityKeepsTheStorage) {
+  Matrix m(300, 7000);
+  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(i % 4099) + 0.5f;
+  const float* stable = m.data();
+  m.reshape(280, 7000);
+  EXPECT_EQ(m.rows(), 280);
+  EXPECT_EQ(m.cols(), 7000);
+  EXPECT_EQ(m.view().ld, 7000);
+  m.reshape(300, 7000);
+  m.reshape(7000, 300);
+  EXPECT_EQ(m.data(), stable);
+  EXPECT_EQ(m.size(), 7000 * 300);
+  for (int64_t i = 0; i < m.size(); ++i) ASSERT_EQ(m.data()[i], static_cast<float>(i % 4099) + 0.5f) << "element " << i;
+}
+
+TEST(Matrix, ReshapePastCapacityGrowsAndThenKeepsTheStorage) {
+  Matrix m(300, 70);
+  m.reshape(301, 70);
+  EXPECT_EQ(m.rows(), 301);
+  EXPECT_TRUE(aligned(m.data()));
+  m.data()[301 * 70 - 1] = 1.0f;  // the last element is ours (ASan checks)
+  const float* grown = m.data();
+  m.reshape(10, 7);
+  m.reshape(301, 70);
+  EXPECT_EQ(m.data(), grown);
 }
 
 }  // namespace
