@@ -74,10 +74,6 @@ MatrixView third(Matrix& m, int64_t part) {
   return {m.data() + part * c, m.rows(), c, m.cols()};
 }
 
-void copy(ConstMatrixView from, MatrixView to) {
-  for (int64_t r = 0; r < from.rows; ++r) std::copy_n(from.row(r), from.cols, to.row(r));
-}
-
 }  // namespace
 
 Bert::Embeddings::Embeddings(const BertConfig& c)
@@ -378,9 +374,9 @@ void Bert::backward_heads() {
     dense_linear_bwd_data(logits_, word.dense(), dhead_);
     dense_linear_bwd_weights(logits_, head_norm_, dword, decoder_bias_->grad().data(), /*accumulate=*/true);
   }
-  zero(dhead_in_);  // layer_norm_backward accumulates
   layer_norm_backward(dhead_, head_act_, transform_norm_->weight.values().data(), head_mean_.data(), head_rstd_.data(),
-                      dhead_in_, transform_norm_->weight.grad().data(), transform_norm_->bias.grad().data());
+                      dhead_in_, transform_norm_->weight.grad().data(), transform_norm_->bias.grad().data(),
+                      /*accumulate_dx=*/false);
   activation_backward(config_.act, head_pre_.data(), head_act_.data(), dhead_in_.data(), dhead_in_.data(),
                       dhead_in_.size());
   transform_->backward(dhead_in_, dhead_);
@@ -403,25 +399,23 @@ void Bert::backward_layer(std::size_t l) {
   LayerActs& a = acts_[l];
   // x' = LN(sum2): g_a = dsum2, which is dh1's first part and d(dropped output).
   LayerNorm& n2 = y.output.norm;
-  zero(g_a_);
   layer_norm_backward(dres_, a.sum2, n2.weight.values().data(), a.ln2_mean.data(), a.ln2_rstd.data(), g_a_,
-                      n2.weight.grad().data(), n2.bias.grad().data());
+                      n2.weight.grad().data(), n2.bias.grad().data(), /*accumulate_dx=*/false);
   y.output.dense.backward(undrop_hidden(a.keep2, g_a_, g_b_), g_i_);               // dact [BT x I]
   y.intermediate.dense.backward_through(config_.act, a.inter, a.act, g_i_, g_c_);  // [BT x C]
   add_into(g_c_, g_a_);                                                            // g_a = dh1
   // h1 = LN(sum1): g_d = dsum1, which is dx's first part and d(dropped attention output).
   LayerNorm& n1 = y.attention.output.norm;
-  zero(g_d_);
   layer_norm_backward(g_a_, a.sum1, n1.weight.values().data(), a.ln1_mean.data(), a.ln1_rstd.data(), g_d_,
-                      n1.weight.grad().data(), n1.bias.grad().data());
+                      n1.weight.grad().data(), n1.bias.grad().data(), /*accumulate_dx=*/false);
   y.attention.output.dense.backward(undrop_hidden(a.keep1, g_d_, g_b_), g_c_);  // datt [BT x C]
   shape_.rng = &attention_rngs_[l];
   attention_backward(shape_, g_c_, a.qkv, a.probs.data(), g_3c_);
-  copy(g_d_, dres_);
+  // dx = dsum1 + the three projections' input gradients, added in that order.
   Linear* qkv_layers[] = {&y.attention.self.query, &y.attention.self.key, &y.attention.self.value};
   for (int64_t part = 0; part < 3; ++part) {
     qkv_layers[part]->backward(third(g_3c_, part), g_c_);
-    add_into(g_c_, dres_);
+    part == 0 ? add(g_d_, g_c_, dres_) : add_into(g_c_, dres_);
   }
   grads_ready(y);
 }
@@ -434,9 +428,8 @@ void Bert::backward() {
   // Embeddings: dropout, LayerNorm, then the three lookups.
   Embeddings& e = *embeddings_;
   undrop_hidden(emb_keep_, dres_, dres_);
-  zero(g_a_);
   layer_norm_backward(dres_, emb_sum_, e.norm.weight.values().data(), emb_mean_.data(), emb_rstd_.data(), g_a_,
-                      e.norm.weight.grad().data(), e.norm.bias.grad().data());
+                      e.norm.weight.grad().data(), e.norm.bias.grad().data(), /*accumulate_dx=*/false);
   const int64_t c = config_.hidden;
   embedding_backward(g_a_, ids_, MatrixView{e.word_embeddings.weight.grad().data(), config_.vocab_size, c, c});
   embedding_backward(g_a_, positions_,

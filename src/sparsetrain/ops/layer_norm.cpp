@@ -1,6 +1,7 @@
 #include "sparsetrain/ops/layer_norm.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <cmath>
 #include <vector>
 
@@ -62,7 +63,7 @@ void layer_norm_forward(ConstMatrixView x, const float* gamma, const float* beta
 //   dx = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))
 //   dgamma = sum_t dy * xhat,  dbeta = sum_t dy
 void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gamma, const float* mean,
-                         const float* rstd, MatrixView dx, float* dgamma, float* dbeta) {
+                         const float* rstd, MatrixView dx, float* dgamma, float* dbeta, bool accumulate_dx) {
   const ProfileScope profile("layer norm");
   check_same_shape("layer_norm_backward", "dy", dy, "x", x);
   check_same_shape("layer_norm_backward", "dx", dx, "x", x);
@@ -78,10 +79,9 @@ void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gam
   thread_local std::vector<double> partial_sums;
   partial_sums.assign(static_cast<size_t>(blocks * 2 * C), 0.0);
   double* const partial = partial_sums.data();
-  parallel_run(parts_for(blocks, 1), [&](int ith, int nth) {
-    int64_t b0 = 0, b1 = 0;
-    balance_even(blocks, ith, nth, b0, b1);
-    for (int64_t t = b0 * kStatRows; t < std::min(T, b1 * kStatRows); ++t) {
+  // `accumulate` as a type, so each form of the dx loop is compiled (and vectorized) on its own.
+  auto rows = [&](int64_t t0, int64_t t1, auto accumulate) {
+    for (int64_t t = t0; t < t1; ++t) {
       const float* xt = x.row(t);
       const float* dyt = dy.row(t);
       const float m = mean[t], r = rstd[t];
@@ -100,11 +100,17 @@ void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gam
       for (int64_t c = 0; c < C; ++c) {
         const float xhat = (xt[c] - m) * r;
         const float g = dyt[c] * gamma[c];
-        dxt[c] += r * (g - g_mean - xhat * gx_mean);
+        dxt[c] = (accumulate ? dxt[c] : 0.0f) + r * (g - g_mean - xhat * gx_mean);
         dg[c] += static_cast<double>(dyt[c]) * xhat;
         db[c] += dyt[c];
       }
     }
+  };
+  parallel_run(parts_for(blocks, 1), [&](int ith, int nth) {
+    int64_t b0 = 0, b1 = 0;
+    balance_even(blocks, ith, nth, b0, b1);
+    const int64_t t0 = b0 * kStatRows, t1 = std::min(T, b1 * kStatRows);
+    accumulate_dx ? rows(t0, t1, std::true_type{}) : rows(t0, t1, std::false_type{});
   });
 
   parallel_run(parts_for(C, kMinChannelsPerThread), [&](int ith, int nth) {

@@ -12,9 +12,10 @@ void layer_norm_forward(ConstMatrixView x, const float* gamma, const float* beta
                         float* rstd);
 
 // From dy [T x C] and the forward's x, mean, rstd: dx += dL/dx (the residual stream accumulates),
+// or with accumulate_dx false dx = 0 + dL/dx (the bits of zeroing dx first, without that pass);
 // dgamma += dL/dgamma, dbeta += dL/dbeta. dgamma and dbeta are summed in blocks of 32 tokens,
 // each in token order, and the blocks in order, whatever the thread count.
 void layer_norm_backward(ConstMatrixView dy, ConstMatrixView x, const float* gamma, const float* mean,
-                         const float* rstd, MatrixView dx, float* dgamma, float* dbeta);
+                         const float* rstd, MatrixView dx, float* dgamma, float* dbeta, bool accumulate_dx = true);
 
 }  // namespace sparsetrain

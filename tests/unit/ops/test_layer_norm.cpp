@@ -3,6 +3,8 @@
 // independence.
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -150,6 +152,36 @@ TEST(LayerNorm, BackwardMatchesFloat64ReferenceAndAccumulates) {
       ASSERT_TRUE(close(p.dbeta[c], p.dbeta0[c] + g.dbeta[c], 1e-5, 1e-5 * sb + 1e-6)) << "dbeta " << c;
     }
     EXPECT_TRUE(p.dx.padding_untouched());
+  }
+}
+
+// accumulate_dx = false ignores whatever dx holds (NaN here) and gives the bits of accumulating
+// into a zeroed dx; dgamma and dbeta still accumulate.
+TEST(LayerNorm, BackwardOverwritingDxMatchesAccumulatingIntoZeros) {
+  for (Shape s : kShapes) {
+    SCOPED_TRACE(name_of(s));
+    Problem zeroed(s.T, s.C, static_cast<uint64_t>(s.T * 100 + s.C + 2));
+    Problem poisoned(s.T, s.C, static_cast<uint64_t>(s.T * 100 + s.C + 2));
+    for (int64_t t = 0; t < s.T; ++t)
+      for (int64_t c = 0; c < s.C; ++c) {
+        zeroed.dx.at(t, c) = 0.0f;
+        poisoned.dx.at(t, c) = kNaN;
+      }
+    zeroed.forward();
+    zeroed.backward();
+    poisoned.forward();
+    layer_norm_backward(poisoned.dy.cview(), poisoned.x.cview(), poisoned.gamma.data(), poisoned.mean.data(),
+                        poisoned.rstd.data(), poisoned.dx.view(), poisoned.dgamma.data(), poisoned.dbeta.data(),
+                        /*accumulate_dx=*/false);
+    for (int64_t t = 0; t < s.T; ++t)
+      for (int64_t c = 0; c < s.C; ++c)
+        ASSERT_EQ(std::bit_cast<uint32_t>(poisoned.dx.at(t, c)), std::bit_cast<uint32_t>(zeroed.dx.at(t, c)))
+            << "dx " << t << "," << c;
+    for (int64_t c = 0; c < s.C; ++c) {
+      ASSERT_EQ(poisoned.dgamma[c], zeroed.dgamma[c]) << "dgamma " << c;
+      ASSERT_EQ(poisoned.dbeta[c], zeroed.dbeta[c]) << "dbeta " << c;
+    }
+    EXPECT_TRUE(poisoned.dx.padding_untouched());
   }
 }
 
