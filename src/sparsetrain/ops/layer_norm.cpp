@@ -1,8 +1,8 @@
 #include "sparsetrain/ops/layer_norm.h"
 
 #include <algorithm>
-#include <type_traits>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "sparsetrain/core/error.h"
