@@ -179,6 +179,11 @@ double ref_gelu_derivative(double x) {
   return s + 2.0 * x * s * (e * s) * du;
 }
 
+// d/dx x Phi(x) = Phi(x) + x phi(x).
+double ref_gelu_erf_derivative(double x) {
+  return 0.5 * std::erfc(-x / std::numbers::sqrt2) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+}
+
 double ref_exact(Activation a, double x) { return a == Activation::Gelu ? ref_gelu_stable(x) : ref_forward(a, x); }
 
 // Relative error against float64 over a dense sweep of [-20, 20] (every 2^-12, plus the
@@ -225,17 +230,22 @@ TEST(Activation, DenseSweepWithinFewUlpOfFloat64) {
   }
 }
 
-// GELU's derivative over the same sweep, to 1e-6 relative plus 1e-30 absolute: the float
-// computation of u and du carries a few ulp of its own, amplified where GELU' crosses zero.
+// Both GELUs' derivatives over the same sweep, to 1e-6 relative plus 1e-6 absolute: the float
+// computation of u and du (tanh form) or of Phi and e^(-x^2/2) (erf form) carries a few ulp of its
+// own, amplified where GELU' crosses zero.
 TEST(Activation, GeluDerivativeDenseSweep) {
   std::vector<float> x;
   for (int i = -20 * 1024; i <= 20 * 1024; ++i) x.push_back(static_cast<float>(i) / 1024.0f);
   const int64_t n = static_cast<int64_t>(x.size());
-  std::vector<float> ones(x.size(), 1.0f), y(x.size()), dx(x.size(), kNaN);
-  activation_forward(Activation::Gelu, x.data(), y.data(), n);
-  activation_backward(Activation::Gelu, x.data(), y.data(), ones.data(), dx.data(), n);
-  for (int64_t i = 0; i < n; ++i) {
-    ASSERT_TRUE(close(dx[i], ref_gelu_derivative(x[i]), 1e-6, 1e-6)) << "x = " << x[i];
+  for (Activation a : {Activation::Gelu, Activation::GeluErf}) {
+    SCOPED_TRACE(activation_name(a));
+    std::vector<float> ones(x.size(), 1.0f), y(x.size()), dx(x.size(), kNaN);
+    activation_forward(a, x.data(), y.data(), n);
+    activation_backward(a, x.data(), y.data(), ones.data(), dx.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = a == Activation::Gelu ? ref_gelu_derivative(x[i]) : ref_gelu_erf_derivative(x[i]);
+      ASSERT_TRUE(close(dx[i], want, 1e-6, 1e-6)) << "x = " << x[i];
+    }
   }
 }
 
