@@ -221,7 +221,7 @@ void Bert::resize(int64_t rows, int64_t seq) {
     for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->assign(n, 0.0f);
     a.probs.assign(static_cast<std::size_t>(shape_.probs_size()), 0.0f);
   }
-  for (Matrix* m : {&dres_, &g_a_, &g_b_, &g_c_, &g_d_}) *m = Matrix(bt, c);
+  for (Matrix* m : {&dres_, &g_a_, &g_b_, &g_c_}) *m = Matrix(bt, c);
   g_i_ = Matrix(bt, inter);
   g_3c_ = Matrix(bt, 3 * c);
   for (Matrix* m : {&cls_, &pooled_pre_, &pooled_, &dpooled_, &dcls_}) *m = Matrix(rows, c);
@@ -404,18 +404,19 @@ void Bert::backward_layer(std::size_t l) {
   y.output.dense.backward(undrop_hidden(a.keep2, g_a_, g_b_), g_i_);               // dact [BT x I]
   y.intermediate.dense.backward_through(config_.act, a.inter, a.act, g_i_, g_c_);  // [BT x C]
   add_into(g_c_, g_a_);                                                            // g_a = dh1
-  // h1 = LN(sum1): g_d = dsum1, which is dx's first part and d(dropped attention output).
+  // h1 = LN(sum1): dres = dsum1 (dsum2 is spent), which is dx's first part and d(dropped
+  // attention output).
   LayerNorm& n1 = y.attention.output.norm;
-  layer_norm_backward(g_a_, a.sum1, n1.weight.values().data(), a.ln1_mean.data(), a.ln1_rstd.data(), g_d_,
+  layer_norm_backward(g_a_, a.sum1, n1.weight.values().data(), a.ln1_mean.data(), a.ln1_rstd.data(), dres_,
                       n1.weight.grad().data(), n1.bias.grad().data(), /*accumulate_dx=*/false);
-  y.attention.output.dense.backward(undrop_hidden(a.keep1, g_d_, g_b_), g_c_);  // datt [BT x C]
+  y.attention.output.dense.backward(undrop_hidden(a.keep1, dres_, g_b_), g_c_);  // datt [BT x C]
   shape_.rng = &attention_rngs_[l];
   attention_backward(shape_, g_c_, a.qkv, a.probs.data(), g_3c_);
   // dx = dsum1 + the three projections' input gradients, added in that order.
   Linear* qkv_layers[] = {&y.attention.self.query, &y.attention.self.key, &y.attention.self.value};
   for (int64_t part = 0; part < 3; ++part) {
     qkv_layers[part]->backward(third(g_3c_, part), g_c_);
-    part == 0 ? add(g_d_, g_c_, dres_) : add_into(g_c_, dres_);
+    add_into(g_c_, dres_);
   }
   grads_ready(y);
 }

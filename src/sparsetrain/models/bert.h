@@ -159,7 +159,7 @@ class Bert : public Model {
   // Next-sentence head: [CLS] rows, pooled, logits.
   Matrix cls_, pooled_pre_, pooled_, nsp_logits_;  // [B x C] x 3, [B x 2]
   std::vector<int32_t> nsp_labels_, cls_rows_;
-  Matrix dres_, g_a_, g_b_, g_c_, g_d_, g_i_, g_3c_;        // backward: [BT x C] x 5, [BT x I], [BT x 3C]
+  Matrix dres_, g_a_, g_b_, g_c_, g_i_, g_3c_;              // backward: [BT x C] x 4, [BT x I], [BT x 3C]
   Matrix dhead_, dhead_in_, dpooled_, dcls_;                // [M x C] x 2, [B x C] x 2
   float dropout_ = 0.0f;  // the hidden dropout of the last forward (0 outside training)
   std::vector<Philox> attention_rngs_;  // per layer: the attention dropout's stream of the last forward
