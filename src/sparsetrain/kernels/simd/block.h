@@ -5,31 +5,52 @@
 
 #include <bit>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 namespace sparsetrain::SPARSETRAIN_SIMD_NS {
 
 // Block b x b forward for one block-row: R rows x NVS vectors of accumulators per pass;
 // between() runs after every pass.
+// bf16 weights are widened once per R rows into a float32 copy that the NV / NVS passes over the
+// tokens then broadcast from memory: widening each scalar before its broadcast took four
+// instructions where float32 takes one, and made the bf16 kernel 0.70x the float32 one on AVX2
+// (docs/benchmarks.md). Widening is exact, so the products and their order are unchanged.
 template <int B, typename E, typename Between>
 inline void block_row_fwd(const BlockSparseViewT<E>& w, const E* xp, int64_t br, float* stage, Between&& between) {
   constexpr int kAcc = W == 16 ? 16 : 8;
   constexpr int R = std::min(B, W == 16 ? 8 : 4);
   constexpr int NVS = std::min(NV, kAcc / R);
   const int32_t begin = w.row_ptr[br], end = w.row_ptr[br + 1];
-  for (int i0 = 0; i0 < B; i0 += R)
+  thread_local AlignedBuffer<float> wide;  // bf16 only: [block][R][B], rows i0 .. i0 + R - 1
+  for (int i0 = 0; i0 < B; i0 += R) {
+    // Block k's rows i0 .. i0 + R - 1 (stride B) start at wrows + (k - k0) * wstride.
+    const float* wrows = nullptr;
+    int64_t k0 = 0, wstride = 0;
+    if constexpr (std::is_same_v<E, float>) {
+      wrows = w.values + i0 * B;
+      wstride = B * B;
+    } else {
+      wide.resize(static_cast<std::size_t>(end - begin) * R * B);
+      for (int32_t k = begin; k < end; ++k)
+        for (int e = 0; e < R * B; ++e)
+          wide[static_cast<std::size_t>(k - begin) * R * B + e] = to_float(w.values[int64_t{k} * B * B + i0 * B + e]);
+      wrows = wide.data();
+      k0 = begin;
+      wstride = R * B;
+    }
     for (int v0 = 0; v0 < NV; v0 += NVS) {
       V acc[R][NVS];
       for (int i = 0; i < R; ++i)
         for (int s = 0; s < NVS; ++s) acc[i][s] = Simd::zero();
       for (int32_t k = begin; k < end; ++k) {
         const E* xb = xp + static_cast<int64_t>(w.col[k]) * kTokenTile;
-        const E* wb = w.values + static_cast<int64_t>(k) * B * B + i0 * B;
+        const float* wb = wrows + (k - k0) * wstride;
         for (int j = 0; j < B; ++j) {
           V xv[NVS];
           for (int s = 0; s < NVS; ++s) xv[s] = load_tokens(xb + j * kTokenTile, v0 + s);
           for (int i = 0; i < R; ++i) {
-            V wv = Simd::bcast(to_float(wb[i * B + j]));
+            V wv = Simd::bcast(wb[i * B + j]);
             for (int s = 0; s < NVS; ++s) acc[i][s] = Simd::fma(wv, xv[s], acc[i][s]);
           }
         }
@@ -38,6 +59,7 @@ inline void block_row_fwd(const BlockSparseViewT<E>& w, const E* xp, int64_t br,
         for (int s = 0; s < NVS; ++s) Simd::store(stage + (i0 + i) * kTokenTile + (v0 + s) * W, acc[i][s]);
       between();
     }
+  }
 }
 
 // Finished rows waiting in a stage buffer, written to the token-major output W tokens at a time
@@ -166,16 +188,26 @@ inline V bcast_units(const float* line, int t) {
 }
 template <int P>
 inline V bcast_units(const Bf16* line, int t) {
-  static_assert(P == 1 || P == 2);
-  if constexpr (P == 1) {
-    return Simd::bcast(to_float(line[bf16_slot(t)]));
-  } else {
-    typedef double Pairs __attribute__((vector_size(sizeof(V))));
-    uint32_t bits;
-    std::memcpy(&bits, line + bf16_slot(t), sizeof(bits));
-    const uint64_t widened = (static_cast<uint64_t>(bits & 0xffff0000u) << 32) | (bits << 16);
-    return reinterpret_cast<V>(std::bit_cast<double>(widened) - Pairs{});
-  }
+  static_assert(P == 2, "single bf16 tokens go in pairs through bcast_bf16_pair");
+  typedef double Pairs __attribute__((vector_size(sizeof(V))));
+  uint32_t bits;
+  std::memcpy(&bits, line + bf16_slot(t), sizeof(bits));
+  const uint64_t widened = (static_cast<uint64_t>(bits & 0xffff0000u) << 32) | (bits << 16);
+  return reinterpret_cast<V>(std::bit_cast<double>(widened) - Pairs{});
+}
+
+// Tokens t and t + 1 (t even) of a bf16 tile line, each widened and broadcast to every lane: one
+// 32-bit broadcast load of the adjacent pair, then a shift (t) and a mask (t + 1). Widening a
+// single token before its broadcast took four instructions, one of them on a port an FMA needs.
+struct Bf16Pair {
+  V first, second;
+};
+inline Bf16Pair bcast_bf16_pair(const Bf16* line, int t) {
+  typedef uint32_t Words __attribute__((vector_size(sizeof(V))));
+  float both;
+  std::memcpy(&both, line + bf16_slot(t), sizeof(both));
+  const Words words = reinterpret_cast<Words>(Simd::bcast(both));
+  return {reinterpret_cast<V>(words << 16), reinterpret_cast<V>(words & 0xffff0000u)};
 }
 
 inline void add_block_vector(float* dst, V v, bool overwrite) {
@@ -211,13 +243,26 @@ inline void block_sddmm_pass(const PackedTokensT<E>& x, const int32_t* cols, int
     const E* xs[NBk];
     for (int n = 0; n < NBk; ++n) xs[n] = x.tile(tile) + static_cast<int64_t>(cols[n] + jb * S::JB) * kTokenTile;
     const float* d = dyt + (tile - t0) * S::G * S::HB * W + h * W;
-    for (int g = 0; g < S::G; ++g) {
-      const V dv = Simd::load(d + g * S::HB * W);
+    if constexpr (std::is_same_v<E, Bf16> && S::P == 1) {
+      for (int g = 0; g < S::G; g += 2) {
+        const V dv0 = Simd::load(d + g * S::HB * W), dv1 = Simd::load(d + (g + 1) * S::HB * W);
 #pragma GCC unroll 4
-      for (int n = 0; n < NBk; ++n)
+        for (int n = 0; n < NBk; ++n)
 #pragma GCC unroll 16
-        for (int j = 0; j < S::JB; ++j)
-          acc[n][j] = Simd::fma(bcast_units<S::P>(xs[n] + j * kTokenTile, g * S::P), dv, acc[n][j]);
+          for (int j = 0; j < S::JB; ++j) {
+            const Bf16Pair x2 = bcast_bf16_pair(xs[n] + j * kTokenTile, g);
+            acc[n][j] = Simd::fma(x2.second, dv1, Simd::fma(x2.first, dv0, acc[n][j]));
+          }
+      }
+    } else {
+      for (int g = 0; g < S::G; ++g) {
+        const V dv = Simd::load(d + g * S::HB * W);
+#pragma GCC unroll 4
+        for (int n = 0; n < NBk; ++n)
+#pragma GCC unroll 16
+          for (int j = 0; j < S::JB; ++j)
+            acc[n][j] = Simd::fma(bcast_units<S::P>(xs[n] + j * kTokenTile, g * S::P), dv, acc[n][j]);
+      }
     }
   }
   for (int n = 0; n < NBk; ++n) {
