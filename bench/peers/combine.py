@@ -2,9 +2,11 @@
 """Joins the measurements of bench/peers/run.sh (the `sparsetrain bench train --json` objects and
 torch_gpt.py's JSON lines) into one table on stdout and one JSON file. Each row's figure is the
 median step over the run's processes (data-parallel runs: over the run's process groups); the
-ratio column divides its tokens/s by PyTorch bf16 autocast's, and with data-parallel rows (run.sh
---ddp N) two more columns divide it by PyTorch DDP fp32's and bf16 autocast's, and a summary sets
-each sparse sparsetrain data-parallel row against them (target: >= 3x). With --target KEY=SPEEDUP
+ratio columns divide its tokens/s by PyTorch fp32's and bf16 autocast's (with a note when this
+CPU's PyTorch has no native bf16 matmul, so that autocast is not what its users run), and with
+data-parallel rows (run.sh --ddp N) two more columns divide it by PyTorch DDP fp32's and bf16
+autocast's, and a summary sets each sparse sparsetrain data-parallel row against them (target:
+>= 3x). With --target KEY=SPEEDUP
 a summary judges rows against the speedups asked for and says by how much each missed one falls
 short; --sparsetrain-fp32 adds the sparse cases in fp32 beside a bf16 run (run.sh --with-fp32)."""
 import argparse
@@ -193,9 +195,11 @@ def main():
         return next((r["tokens_per_s"] for r in rows if r["what"] == label), None)
 
     reference = rate_of(names["bf16"])
+    fp32_reference = rate_of(names["fp32"])
     ddp_reference = {precision: rate_of(label) for precision, label in ddp_names.items()}
     for r in rows:
         r["ratio_to_pytorch_bf16"] = r["tokens_per_s"] / reference if reference else None
+        r["ratio_to_pytorch_fp32"] = r["tokens_per_s"] / fp32_reference if fp32_reference else None
         for precision, rate in ddp_reference.items():
             r[f"ratio_to_pytorch_ddp_{precision}"] = r["tokens_per_s"] / rate
 
@@ -237,6 +241,10 @@ def main():
 
     torch0 = torch_runs[0] if torch_runs else (torch_ddp_runs[0] if torch_ddp_runs else {})
     first = sparsetrain_runs[0] if sparsetrain_runs else {}
+    # Without bf16 dot-product instructions (AVX512-BF16, AMX) PyTorch's oneDNN runs autocast's
+    # matmuls through conversions or reference loops, which on an AVX2 CPU took 29x its fp32
+    # time (docs/benchmarks.md): there a user runs fp32, and that is the peer to read.
+    torch_bf16_native = (torch0.get("bf16") or {}).get("native")
     result = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "host": {**cpu_facts(), "kernel": platform.release()},
@@ -248,6 +256,7 @@ def main():
         "torch_version": torch0.get("torch_version"),
         "torch_blas": torch0.get("blas"),
         "torch_bf16": torch0.get("bf16"),
+        "torch_bf16_native": torch_bf16_native,
         "rows": rows,
         "targets": judged,
         "sparsetrain": sparsetrain_runs,
@@ -279,7 +288,7 @@ def main():
               f"(bucket_cap_mb {', '.join(f'{v:g}' for v in result['ddp']['pytorch_ddp_bucket_cap_mb']) or '-'})"
               + ("" if sparsetrain_ddp_runs else "; no sparsetrain data-parallel run (see the messages above)"))
     width = max(len(r["what"]) for r in rows)
-    columns = [("vs PyTorch bf16", "ratio_to_pytorch_bf16")]
+    columns = [("vs PyTorch fp32", "ratio_to_pytorch_fp32"), ("vs PyTorch bf16", "ratio_to_pytorch_bf16")]
     columns += [(f"vs DDP {precision}", f"ratio_to_pytorch_ddp_{precision}") for precision in ddp_names]
     print(f"{'what':<{width}}  {'ms/step':>8}  {'tokens/s':>9}" + "".join(f"  {h:>15}" for h, _ in columns))
     for r in rows:
@@ -290,6 +299,12 @@ def main():
         for c in judged:
             verdict = "met" if c["met"] else f"missed, short by {c['short_by']:.3f}x"
             print(f"  {c['what']} vs {c['against']}: {c['ratio']:.2f}x, target >= {c['target']:g}x: {verdict}")
+    if torch_bf16_native is False and reference:
+        impl = (torch0.get("bf16") or {}).get("matmul_implementation")
+        speed = f"; its bf16 autocast ran at {reference / fp32_reference:.2f}x of its fp32 speed" if fp32_reference else ""
+        print(f"\nnote: PyTorch has no native bf16 matmul on this CPU (oneDNN ran {impl}){speed}. A user of this CPU "
+              "runs PyTorch in fp32: read the 'vs PyTorch fp32' column"
+              + ("; the targets above are against bf16 autocast." if judged else "."))
     if sparse_vs_ddp:
         print(f"\nsparsetrain sparse vs PyTorch DDP (target >= {DDP_TARGET:g}x):")
         for c in sparse_vs_ddp:

@@ -3,7 +3,8 @@
 # (configs/bench_gpt_csr90.yaml: 6 layers, width 512, 8 heads, context 256, vocabulary 8192,
 # batch 8, AdamW): `sparsetrain bench train` (dense, and 90% sparse) and the same model in plain
 # PyTorch (bench/peers/torch_gpt.py) in float32 and in bfloat16 autocast, all with the same thread
-# count, in one run. Prints one table (tokens/s, and the ratio to PyTorch bf16 autocast) and writes
+# count, in one run. Prints one table (tokens/s, and the ratios to PyTorch fp32 and bf16 autocast;
+# a note when PyTorch has no native bf16 matmul on this CPU, where its users run fp32) and writes
 # every measurement to one JSON file. Results: docs/benchmarks.md, "bf16 mixed precision".
 #
 # With --ddp N the same run also trains data-parallel on N processes of 1 thread each, the global
