@@ -198,7 +198,7 @@ inline V bcast_units(const Bf16* line, int t) {
 
 // Tokens t and t + 1 (t even) of a bf16 tile line, each widened and broadcast to every lane: one
 // 32-bit broadcast load of the adjacent pair, then a shift (t) and a mask (t + 1). Widening a
-// single token before its broadcast took four instructions, one of them on a port an FMA needs.
+// single token before its broadcast took four instructions, one of them a shuffle.
 struct Bf16Pair {
   V first, second;
 };
