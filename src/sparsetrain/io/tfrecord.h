@@ -28,5 +28,7 @@ struct TfRecords {
 
 // The records of `bytes` (views into it) up to the first that is cut short or fails a CRC check.
 TfRecords read_tfrecords(std::string_view bytes);
+// The views would outlive a temporary string.
+TfRecords read_tfrecords(std::string&& bytes) = delete;
 
 }  // namespace sparsetrain

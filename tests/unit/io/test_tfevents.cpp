@@ -67,14 +67,16 @@ TEST(TfRecord, FramesMatchGoldenRecords) {
 
 TEST(TfRecord, ReadingStopsAtARecordCutShortOrFailingItsCrc) {
   const std::string a = tfrecord_frame("first"), b = tfrecord_frame("second");
-  TfRecords whole = read_tfrecords(a + b);
+  const std::string both = a + b;  // the records are views into it
+  TfRecords whole = read_tfrecords(both);
   ASSERT_EQ(whole.records.size(), 2u);
   EXPECT_EQ(whole.records[1].data, "second");
   EXPECT_EQ(whole.records[1].offset, a.size());
   EXPECT_EQ(whole.problem, "");
 
   for (std::size_t cut = 1; cut < b.size(); ++cut) {
-    const TfRecords r = read_tfrecords(a + b.substr(0, cut));
+    const std::string bytes = a + b.substr(0, cut);
+    const TfRecords r = read_tfrecords(bytes);
     ASSERT_EQ(r.records.size(), 1u) << cut;
     EXPECT_EQ(r.end, a.size());
     EXPECT_TRUE(r.cut_short) << cut;
