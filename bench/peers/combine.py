@@ -6,9 +6,9 @@ ratio columns divide its tokens/s by PyTorch fp32's and bf16 autocast's (with a 
 CPU's PyTorch has no native bf16 matmul, so that autocast is not what its users run), and with
 data-parallel rows (run.sh --ddp N) two more columns divide it by PyTorch DDP fp32's and bf16
 autocast's, and a summary sets each sparse sparsetrain data-parallel row against them (target:
->= 3x). With --target KEY=SPEEDUP
-a summary judges rows against the speedups asked for and says by how much each missed one falls
-short; --sparsetrain-fp32 adds the sparse cases in fp32 beside a bf16 run (run.sh --with-fp32)."""
+>= 3x). With --target KEY=SPEEDUP a summary judges rows against the speedups asked for and says
+by how much each missed one falls short; --sparsetrain-fp32 adds the sparse cases in fp32 beside
+a bf16 run (run.sh --with-fp32)."""
 import argparse
 import datetime
 import json
@@ -244,7 +244,8 @@ def main():
     # Without bf16 dot-product instructions (AVX512-BF16, AMX) PyTorch's oneDNN runs autocast's
     # matmuls through conversions or reference loops, which on an AVX2 CPU took 29x its fp32
     # time (docs/benchmarks.md): there a user runs fp32, and that is the peer to read.
-    torch_bf16_native = (torch0.get("bf16") or {}).get("native")
+    torch_bf16 = torch0.get("bf16") or {}
+    torch_bf16_native = torch_bf16.get("native")
     result = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "host": {**cpu_facts(), "kernel": platform.release()},
@@ -282,7 +283,7 @@ def main():
     loaded = (blas.get("blas_library") or {}).get("loaded") or ["?"]
     print(f"\n{a.threads} threads; sparsetrain {first.get('isa')} kernels, oneDNN {first.get('onednn_isa')}; "
           f"torch {torch0.get('torch_version')}: ATen {blas.get('cpu_capability')}, BLAS {loaded[0]}, "
-          f"bf16 matmul {(torch0.get('bf16') or {}).get('matmul_implementation')}")
+          f"bf16 matmul {torch_bf16.get('matmul_implementation')}")
     if a.ddp:
         print(f"data parallel: {groups} each; sparsetrain under mpirun, PyTorch DDP over gloo "
               f"(bucket_cap_mb {', '.join(f'{v:g}' for v in result['ddp']['pytorch_ddp_bucket_cap_mb']) or '-'})"
@@ -300,10 +301,10 @@ def main():
             verdict = "met" if c["met"] else f"missed, short by {c['short_by']:.3f}x"
             print(f"  {c['what']} vs {c['against']}: {c['ratio']:.2f}x, target >= {c['target']:g}x: {verdict}")
     if torch_bf16_native is False and reference:
-        impl = (torch0.get("bf16") or {}).get("matmul_implementation")
         speed = f"; its bf16 autocast ran at {reference / fp32_reference:.2f}x of its fp32 speed" if fp32_reference else ""
-        print(f"\nnote: PyTorch has no native bf16 matmul on this CPU (oneDNN ran {impl}){speed}. A user of this CPU "
-              "runs PyTorch in fp32: read the 'vs PyTorch fp32' column"
+        print(f"\nnote: PyTorch has no native bf16 matmul on this CPU (oneDNN ran "
+              f"{torch_bf16.get('matmul_implementation')}){speed}. A user of this CPU runs PyTorch in fp32: read "
+              "the 'vs PyTorch fp32' column"
               + ("; the targets above are against bf16 autocast." if judged else "."))
     if sparse_vs_ddp:
         print(f"\nsparsetrain sparse vs PyTorch DDP (target >= {DDP_TARGET:g}x):")
