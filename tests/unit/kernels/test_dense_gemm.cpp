@@ -118,7 +118,7 @@ TEST(DenseLinear, StridedOperandsGiveTheContiguousResults) {
       for (int64_t r = 0; r < want.rows(); ++r) {
         for (int64_t c = 0; c < want.cols(); ++c)
           ASSERT_NEAR(got.at(r, c), want.at(r, c), 1e-5f * (1.0f + std::fabs(want.at(r, c))))
-              << what << " T=" << t << " [" << r << "," << c << "]";
+              << what << " T=" << shape.tokens << " [" << r << "," << c << "]";
         for (int64_t c = want.cols(); c < got.cols(); ++c) ASSERT_TRUE(std::isnan(got.at(r, c))) << what << " padding";
       }
     };

@@ -675,7 +675,9 @@ TEST_F(TrainerTest, NanFormWeightsAreRefusedNamingTheConversion) {
     o.progress = false;
     return run(s, o);
   };
-  for (const auto& [sparsity, weights_only] : {std::pair{csr, true}, {std::string(), true}}) {
+  for (const auto& run_case : {std::pair{csr, true}, {std::string(), true}}) {
+    const std::string& sparsity = run_case.first;  // not a structured binding: clang 14 cannot capture those
+    const bool weights_only = run_case.second;
     const std::string message = error_of([&] { start(sparsity, RunMode::Train, weights_only, root_ / "new"); });
     EXPECT_THAT(message, AllOf(StartsWith(nan + conversion), HasSubstr(command))) << sparsity;
   }
