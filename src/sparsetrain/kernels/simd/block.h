@@ -24,11 +24,12 @@ inline void block_row_fwd(const BlockSparseViewT<E>& w, const E* xp, int64_t br,
   const int32_t begin = w.row_ptr[br], end = w.row_ptr[br + 1];
   thread_local AlignedBuffer<float> wide;  // bf16 only: [block][R][B], rows i0 .. i0 + R - 1
   for (int i0 = 0; i0 < B; i0 += R) {
-    // Block k's rows i0 .. i0 + R - 1 (stride B) start at wrows + (k - k0) * wstride.
+    // Block k's rows i0 .. i0 + R - 1 (stride B) start at wrows + (k - begin) * wstride. An empty
+    // block-row leaves wrows null: a matrix without blocks may have null values.
     const float* wrows = nullptr;
-    int64_t k0 = 0, wstride = 0;
+    int64_t wstride = R * B;
     if constexpr (std::is_same_v<E, float>) {
-      wrows = w.values + i0 * B;
+      if (begin < end) wrows = w.values + (int64_t{begin} * B + i0) * B;
       wstride = B * B;
     } else {
       wide.resize(static_cast<std::size_t>(end - begin) * R * B);
@@ -36,8 +37,6 @@ inline void block_row_fwd(const BlockSparseViewT<E>& w, const E* xp, int64_t br,
         for (int e = 0; e < R * B; ++e)
           wide[static_cast<std::size_t>(k - begin) * R * B + e] = to_float(w.values[int64_t{k} * B * B + i0 * B + e]);
       wrows = wide.data();
-      k0 = begin;
-      wstride = R * B;
     }
     for (int v0 = 0; v0 < NV; v0 += NVS) {
       V acc[R][NVS];
@@ -45,7 +44,7 @@ inline void block_row_fwd(const BlockSparseViewT<E>& w, const E* xp, int64_t br,
         for (int s = 0; s < NVS; ++s) acc[i][s] = Simd::zero();
       for (int32_t k = begin; k < end; ++k) {
         const E* xb = xp + static_cast<int64_t>(w.col[k]) * kTokenTile;
-        const float* wb = wrows + (k - k0) * wstride;
+        const float* wb = wrows + (k - begin) * wstride;
         for (int j = 0; j < B; ++j) {
           V xv[NVS];
           for (int s = 0; s < NVS; ++s) xv[s] = load_tokens(xb + j * kTokenTile, v0 + s);
