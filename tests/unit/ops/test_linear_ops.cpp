@@ -283,6 +283,8 @@ std::vector<Case> cases() {
   // Odd N: entries paired across groups, an odd count per row leaving one (13 and 21).
   all.push_back({"1:4", 21, 52, 67, 0.0, false});
   all.push_back({"3:8", 21, 56, 67, 0.0, false});
+  // Odd N with M <= 4: backward-data's buckets of three kept features (bf16: a pair, then one).
+  all.push_back({"3:4", 21, 56, 67, 0.0, false});
   return all;
 }
 

@@ -187,26 +187,12 @@ inline V bcast_units(const float* line, int t) {
 }
 template <int P>
 inline V bcast_units(const Bf16* line, int t) {
-  static_assert(P == 2, "single bf16 tokens go in pairs through bcast_bf16_pair");
+  static_assert(P == 2, "single bf16 tokens go in pairs through bcast_pair");
   typedef double Pairs __attribute__((vector_size(sizeof(V))));
   uint32_t bits;
   std::memcpy(&bits, line + bf16_slot(t), sizeof(bits));
   const uint64_t widened = (static_cast<uint64_t>(bits & 0xffff0000u) << 32) | (bits << 16);
   return reinterpret_cast<V>(std::bit_cast<double>(widened) - Pairs{});
-}
-
-// Tokens t and t + 1 (t even) of a bf16 tile line, each widened and broadcast to every lane: one
-// 32-bit broadcast load of the adjacent pair, then a shift (t) and a mask (t + 1). Widening a
-// single token before its broadcast took four instructions, one of them a shuffle.
-struct Bf16Pair {
-  V first, second;
-};
-inline Bf16Pair bcast_bf16_pair(const Bf16* line, int t) {
-  typedef uint32_t Words __attribute__((vector_size(sizeof(V))));
-  float both;
-  std::memcpy(&both, line + bf16_slot(t), sizeof(both));
-  const Words words = reinterpret_cast<Words>(Simd::bcast(both));
-  return {reinterpret_cast<V>(words << 16), reinterpret_cast<V>(words & 0xffff0000u)};
 }
 
 inline void add_block_vector(float* dst, V v, bool overwrite) {
@@ -249,7 +235,7 @@ inline void block_sddmm_pass(const PackedTokensT<E>& x, const int32_t* cols, int
         for (int n = 0; n < NBk; ++n)
 #pragma GCC unroll 16
           for (int j = 0; j < S::JB; ++j) {
-            const Bf16Pair x2 = bcast_bf16_pair(xs[n] + j * kTokenTile, g);
+            const BcastPair x2 = bcast_pair(xs[n] + j * kTokenTile + bf16_slot(g));  // g even: adjacent slots
             acc[n][j] = Simd::fma(x2.second, dv1, Simd::fma(x2.first, dv0, acc[n][j]));
           }
       }

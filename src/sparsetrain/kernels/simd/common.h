@@ -56,27 +56,47 @@ inline void store_transposed(const float* stage, int nrows, int64_t r0, int vali
   }
 }
 
+// Two adjacent values p[0] and p[1], each broadcast to every lane. A bf16 pair is one 32-bit
+// broadcast load, then a shift (p[0]) and a mask (p[1]): widening one bf16 value before its
+// broadcast takes four instructions, one of them a shuffle, where a float broadcasts from memory.
+struct BcastPair {
+  V first, second;
+};
+inline BcastPair bcast_pair(const float* p) { return {Simd::bcast(p[0]), Simd::bcast(p[1])}; }
+inline BcastPair bcast_pair(const Bf16* p) {
+  typedef uint32_t Words __attribute__((vector_size(sizeof(V))));
+  float both;
+  std::memcpy(&both, p, sizeof(both));
+  const Words words = reinterpret_cast<Words>(Simd::bcast(both));
+  return {reinterpret_cast<V>(words << 16), reinterpret_cast<V>(words & 0xffff0000u)};
+}
+
 // One CSR-like row: out[0..64) = sum_k val(k) * xp[col(k)] over `count` entries. Two independent
-// accumulator sets when a tile is only 4 vectors keep 8 FMA chains in flight.
+// accumulator sets when a tile is only 4 vectors keep 8 FMA chains in flight. Entries go in
+// pairs, whose weights come from one broadcast (bcast_pair), when there are two sets or the
+// weights are bf16; each accumulator still adds its products in entry order.
 // With accumulate, the sum is added to what out holds.
 template <typename E, typename ColOf>
 inline void row_dot(const E* xp, const E* val, int64_t count, ColOf col_of, float* out, bool accumulate = false) {
   constexpr bool kTwoSets = NV < 8;
+  constexpr bool kPairs = kTwoSets || std::is_same_v<E, Bf16>;
   V a[NV], c[NV];
   for (int v = 0; v < NV; ++v) {
     a[v] = accumulate ? Simd::load(out + v * W) : Simd::zero();
     c[v] = Simd::zero();
   }
   int64_t k = 0;
-  if constexpr (kTwoSets) {
+  if constexpr (kPairs) {
     for (; k + 1 < count; k += 2) {
-      V w0 = Simd::bcast(to_float(val[k]));
-      V w1 = Simd::bcast(to_float(val[k + 1]));
+      const BcastPair w = bcast_pair(val + k);
       const E* x0 = xp + static_cast<int64_t>(col_of(k)) * kTokenTile;
       const E* x1 = xp + static_cast<int64_t>(col_of(k + 1)) * kTokenTile;
       for (int v = 0; v < NV; ++v) {
-        a[v] = Simd::fma(w0, load_tokens(x0, v), a[v]);
-        c[v] = Simd::fma(w1, load_tokens(x1, v), c[v]);
+        a[v] = Simd::fma(w.first, load_tokens(x0, v), a[v]);
+        if constexpr (kTwoSets)
+          c[v] = Simd::fma(w.second, load_tokens(x1, v), c[v]);
+        else
+          a[v] = Simd::fma(w.second, load_tokens(x1, v), a[v]);
       }
     }
   }

@@ -44,7 +44,18 @@ inline void nm_fwd_rows(const NmViewT<E>& w, const E* xp, int64_t r0, float* out
     for (int64_t g = 0; g < groups; ++g, xg += group_stride) {
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
-        for (int s = 0; s < n; ++s) {
+        int s = 0;
+        if constexpr (std::is_same_v<E, Bf16>)  // a group's weights are adjacent: pairs (bcast_pair)
+          for (; s + 1 < n; s += 2) {
+            const BcastPair wp = bcast_pair(val[i] + s);
+            const E* x0 = xg + off[i][s] * kTokenTile;
+            const E* x1 = xg + off[i][s + 1] * kTokenTile;
+#pragma GCC unroll 4
+            for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wp.first, load_tokens(x0, h + v), acc[i][v]);
+#pragma GCC unroll 4
+            for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wp.second, load_tokens(x1, h + v), acc[i][v]);
+          }
+        for (; s < n; ++s) {
           const E* x = xg + off[i][s] * kTokenTile;
           const V wv = Simd::bcast(to_float(val[i][s]));
 #pragma GCC unroll 4
@@ -166,7 +177,14 @@ template <int kMask, typename E>
     const E* d = dyp + static_cast<int64_t>(row[e]) * kTokenTile;
     V dv[kNmBwdVecs];
     for (int v = 0; v < kNmBwdVecs; ++v) dv[v] = load_tokens(d, h + v);
-    for (int s = 0; s < n; ++s) {
+    int s = 0;
+    if constexpr (std::is_same_v<E, Bf16>)  // an entry's weights are adjacent: pairs (bcast_pair)
+      for (; s + 1 < n; s += 2) {
+        const BcastPair wp = bcast_pair(val + e * n + s);
+        for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s][v] = Simd::fma(wp.first, dv[v], acc[k][s][v]);
+        for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s + 1][v] = Simd::fma(wp.second, dv[v], acc[k][s + 1][v]);
+      }
+    for (; s < n; ++s) {
       const V wv = Simd::bcast(to_float(val[e * n + s]));
       for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s][v] = Simd::fma(wv, dv[v], acc[k][s][v]);
     }
