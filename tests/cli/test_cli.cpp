@@ -793,15 +793,20 @@ sparsity: {algorithm: static, sparsity: 0.9}
   }
 }
 
+// GCC says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARSETRAIN_TEST_ASAN
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPARSETRAIN_TEST_ASAN
+#endif
+#endif
+
 // What the estimate cannot see (here an address-space limit, ulimit -v) ends in a clear
 // out-of-memory message and exit 1, not "internal error: std::bad_alloc".
 TEST(CliTrain, AFailedAllocationIsReportedAsOutOfMemory) {
-#if defined(__SANITIZE_ADDRESS__)  // GCC's name
+#ifdef SPARSETRAIN_TEST_ASAN
   GTEST_SKIP() << "AddressSanitizer reserves far more address space than the limit";
-#elif defined(__has_feature)  // clang's
-#if __has_feature(address_sanitizer)
-  GTEST_SKIP() << "AddressSanitizer reserves far more address space than the limit";
-#endif
 #endif
   const std::string corpus = write_config("oom.txt", "the quick brown fox jumps over the lazy dog.\n");
   // About 200 MB of weights, 800 MB with gradients and AdamW's buffers: within any test machine's

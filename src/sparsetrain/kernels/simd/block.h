@@ -26,11 +26,10 @@ inline void block_row_fwd(const BlockSparseViewT<E>& w, const E* xp, int64_t br,
   for (int i0 = 0; i0 < B; i0 += R) {
     // Block k's rows i0 .. i0 + R - 1 (stride B) start at wrows + (k - begin) * wstride. An empty
     // block-row leaves wrows null: a matrix without blocks may have null values.
+    constexpr int64_t wstride = std::is_same_v<E, float> ? B * B : R * B;
     const float* wrows = nullptr;
-    int64_t wstride = R * B;
     if constexpr (std::is_same_v<E, float>) {
       if (begin < end) wrows = w.values + (int64_t{begin} * B + i0) * B;
-      wstride = B * B;
     } else {
       wide.resize(static_cast<std::size_t>(end - begin) * R * B);
       for (int32_t k = begin; k < end; ++k)
