@@ -249,10 +249,8 @@ struct DpNmRows {
 // feature, by the pair of the two entries' weights; an odd count pairs the last with zeros.
 struct DpNmBuckets {
   template <int kMask>
-  [[gnu::noinline]] static void bucket(const Bf16* dyp, int h0, const int32_t* row, const Bf16* val, int64_t count,
+  [[gnu::noinline]] static void bucket(const Bf16* dyp, const int32_t* row, const Bf16* val, int64_t count,
                                        float* out) {
-    static_assert(kNmBwdVecs == NV);  // one pass covers the tile: h0 is 0
-    (void)h0;
     constexpr int n = std::popcount(static_cast<unsigned>(kMask));
     V acc[n][NV];
     for (int s = 0; s < n; ++s)

@@ -130,19 +130,23 @@ inline void add_lanes(float* dst, V v, int n, bool overwrite) {
 template <typename E>
 inline V row_group_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, int64_t r, const int32_t* cols,
                         int64_t t0, int64_t t1) {
+  constexpr int kDyVecs = W == 8 && std::is_same_v<E, Bf16> ? NV / 2 : NV;
   V acc[W];
   for (int j = 0; j < W; ++j) acc[j] = Simd::zero();
   for (int64_t tile = t0; tile < t1; ++tile) {
     const E* d = dy.tile(tile) + r * kTokenTile;
     const E* xp = x.tile(tile);
-    V dv[NV];
-    for (int v = 0; v < NV; ++v) dv[v] = load_tokens(d, v);
-      // Fully unrolled so the W accumulators stay in registers (GCC keeps them on the stack otherwise).
+#pragma GCC unroll 2
+    for (int h = 0; h < NV; h += kDyVecs) {
+      V dv[kDyVecs];
+      for (int v = 0; v < kDyVecs; ++v) dv[v] = load_tokens(d, h + v);
+        // Fully unrolled so the W accumulators stay in registers (GCC keeps them on the stack otherwise).
 #pragma GCC unroll 16
-    for (int j = 0; j < W; ++j) {
-      const E* xc = xp + static_cast<int64_t>(cols[j]) * kTokenTile;
+      for (int j = 0; j < W; ++j) {
+        const E* xc = xp + static_cast<int64_t>(cols[j]) * kTokenTile;
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[j] = Simd::fma(dv[v], load_tokens(xc, v), acc[j]);
+        for (int v = 0; v < kDyVecs; ++v) acc[j] = Simd::fma(dv[v], load_tokens(xc, h + v), acc[j]);
+      }
     }
   }
   return Simd::reduce_lanes(acc);

@@ -24,50 +24,55 @@ constexpr int kNmRows = kVecRegs * 3 / 4 / kNmVecs;       // rows held in regist
 constexpr int kNmStage = 48;                              // rows staged per transposed store
 static_assert(kNmStage % kNmRows == 0 && kNmStage % W == 0);
 
-// out[i][0..64) = row r0 + i of one tile, for R rows. kN > 0 fixes N at compile time.
-template <int R, int kN, typename E>
-inline void nm_fwd_rows(const NmViewT<E>& w, const E* xp, int64_t r0, float* out) {
+// out[i][H * W .. (H + kNmVecs) * W) = those tokens of row r0 + i of one tile, for R rows. kN > 0
+// fixes N at compile time. H is a template argument so every loaded vector sits at a fixed
+// displacement from its line; one offset and one value pointer serve all R rows, a fixed stride
+// apart (a pointer per row ran GCC 12 out of general registers on AVX2).
+template <int R, int kN, int H, typename E>
+inline void nm_fwd_rows_part(const NmViewT<E>& w, const E* xp, int64_t r0, float* out) {
   const int n = kN > 0 ? kN : w.n;
-  const int64_t groups = w.groups();
-  const int64_t per_row = groups * n;
+  const int64_t per_row = w.groups() * n;
   const int64_t group_stride = static_cast<int64_t>(w.m) * kTokenTile;
-  for (int h = 0; h < NV; h += kNmVecs) {
-    V acc[R][kNmVecs];
-    const uint8_t* off[R];
-    const E* val[R];
-    for (int i = 0; i < R; ++i) {
-      for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::zero();
-      off[i] = w.offset + (r0 + i) * per_row;
-      val[i] = w.values + (r0 + i) * per_row;
-    }
-    const E* xg = xp;
-    for (int64_t g = 0; g < groups; ++g, xg += group_stride) {
+  const uint8_t* ob = w.offset + r0 * per_row;
+  const E* vb = w.values + r0 * per_row;
+  V acc[R][kNmVecs];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::zero();
+  const E* xg = xp;
+  for (int64_t k = 0; k < per_row; k += n, xg += group_stride) {
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) {
-        int s = 0;
-        if constexpr (std::is_same_v<E, Bf16>)  // a group's weights are adjacent: pairs (bcast_pair)
-          for (; s + 1 < n; s += 2) {
-            const BcastPair wp = bcast_pair(val[i] + s);
-            const E* x0 = xg + off[i][s] * kTokenTile;
-            const E* x1 = xg + off[i][s + 1] * kTokenTile;
+    for (int i = 0; i < R; ++i) {
+      const uint8_t* off = ob + i * per_row + k;
+      const E* val = vb + i * per_row + k;
+      int s = 0;
+      if constexpr (std::is_same_v<E, Bf16>)  // a group's weights are adjacent: pairs (bcast_pair)
+        for (; s + 1 < n; s += 2) {
+          const BcastPair wp = bcast_pair(val + s);
+          const E* x0 = xg + std::size_t{off[s]} * kTokenTile;
+          const E* x1 = xg + std::size_t{off[s + 1]} * kTokenTile;
 #pragma GCC unroll 4
-            for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wp.first, load_tokens(x0, h + v), acc[i][v]);
+          for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wp.first, load_tokens(x0, H + v), acc[i][v]);
 #pragma GCC unroll 4
-            for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wp.second, load_tokens(x1, h + v), acc[i][v]);
-          }
-        for (; s < n; ++s) {
-          const E* x = xg + off[i][s] * kTokenTile;
-          const V wv = Simd::bcast(to_float(val[i][s]));
-#pragma GCC unroll 4
-          for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wv, load_tokens(x, h + v), acc[i][v]);
+          for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wp.second, load_tokens(x1, H + v), acc[i][v]);
         }
-        off[i] += n;
-        val[i] += n;
+      for (; s < n; ++s) {
+        const E* x = xg + std::size_t{off[s]} * kTokenTile;
+        const V wv = Simd::bcast(to_float(val[s]));
+#pragma GCC unroll 4
+        for (int v = 0; v < kNmVecs; ++v) acc[i][v] = Simd::fma(wv, load_tokens(x, H + v), acc[i][v]);
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int v = 0; v < kNmVecs; ++v) Simd::store(out + i * kTokenTile + h * W + v * W, acc[i][v]);
   }
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < kNmVecs; ++v) Simd::store(out + i * kTokenTile + (H + v) * W, acc[i][v]);
+}
+
+// out[i][0..64) = row r0 + i of one tile, for R rows: the tile's vectors kNmVecs at a time.
+template <int R, int kN, typename E>
+inline void nm_fwd_rows(const NmViewT<E>& w, const E* xp, int64_t r0, float* out) {
+  [&]<int... P>(std::integer_sequence<int, P...>) {
+    (nm_fwd_rows_part<R, kN, P * kNmVecs>(w, xp, r0, out), ...);
+  }(std::make_integer_sequence<int, NV / kNmVecs>{});
 }
 
 // The forward's products as a policy (see FmaProducts): FmaNmRows runs nm_fwd_rows.
@@ -156,61 +161,90 @@ inline void nm_sddmm(const NmViewT<E>& w, const PackedTokensT<E>& dy, const Pack
   }
 }
 
-// Backward-data geometry: kNmBwdVecs token vectors per pass. A bucket's rows all feed the same
-// N dX features, so they accumulate into two register sets (even and odd entries, for twice the
-// independent FMA chains) that are added to the group's staged features when the bucket ends.
-constexpr int kNmBwdVecs = W >= 16 ? 4 : 2;
+// Backward-data geometry: a bucket's rows all feed the same N dX features, so their sums wait in
+// registers, `sets` of them (entries alternate between the sets, for more independent FMA chains)
+// of N features by `vecs` token vectors, and are added to the group's staged features when the
+// bucket ends; the tile takes NV / vecs passes. AVX-512 holds two sets of its whole tile (4
+// vectors). AVX2's 16 registers hold at most 15 accumulators and loaded dY vectors together, so
+// the shape follows N: the more vectors a pass covers, the fewer times the bucket's rows and
+// values are read per tile and the more FMAs each gathered dY line feeds.
 constexpr int kNmBwdFeatures = 64;  // dX features staged per transposed store
 
+struct NmBwdShape {
+  int sets, vecs;
+};
+constexpr NmBwdShape nm_bwd_shape(int n) {
+  if (W >= 16) return {2, 4};
+  if (n == 1) return {2, 4};  // 8 accumulators + 4 dY vectors
+  if (n == 2) return {1, 4};  // 8 + 4
+  if (n == 3) return {2, 2};  // 12 + 2
+  return {1, 2};              // 8 + 2 (mask 15: instantiated, but N < M never makes it)
+}
+
 // out[f] += value * dY[row] over the entries of one bucket, whose kept offsets are the set bits
-// of kMask, for kNmBwdVecs token vectors from vector h. Out of line: inlined into nm_bwd_data<true>, GCC 12
-// moved the per-entry step of the two-offset buckets into a call of its own, and 2:4
-// backward-data took twice as long.
-template <int kMask, typename E>
-[[gnu::noinline]] void nm_bwd_bucket(const E* dyp, int h, const int32_t* row, const E* val, int64_t count, float* out) {
+// of kMask, for the token vectors [H, H + vecs) of the tile (H a template argument, so each
+// loaded vector sits at a fixed displacement from its line).
+template <int kMask, int H, typename E>
+inline void nm_bwd_bucket_part(const E* dyp, const int32_t* row, const E* val, int64_t count, float* out) {
   constexpr int n = std::popcount(static_cast<unsigned>(kMask));
-  V acc[2][n][kNmBwdVecs];
-  for (int k = 0; k < 2; ++k)
+  constexpr int kSets = nm_bwd_shape(n).sets, kVecs = nm_bwd_shape(n).vecs;
+  V acc[kSets][n][kVecs];
+  for (int k = 0; k < kSets; ++k)
     for (int s = 0; s < n; ++s)
-      for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s][v] = Simd::zero();
+      for (int v = 0; v < kVecs; ++v) acc[k][s][v] = Simd::zero();
   auto entry = [&](int k, int64_t e) {
     const E* d = dyp + static_cast<int64_t>(row[e]) * kTokenTile;
-    V dv[kNmBwdVecs];
-    for (int v = 0; v < kNmBwdVecs; ++v) dv[v] = load_tokens(d, h + v);
+    V dv[kVecs];
+    for (int v = 0; v < kVecs; ++v) dv[v] = load_tokens(d, H + v);
     int s = 0;
     if constexpr (std::is_same_v<E, Bf16>)  // an entry's weights are adjacent: pairs (bcast_pair)
       for (; s + 1 < n; s += 2) {
         const BcastPair wp = bcast_pair(val + e * n + s);
-        for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s][v] = Simd::fma(wp.first, dv[v], acc[k][s][v]);
-        for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s + 1][v] = Simd::fma(wp.second, dv[v], acc[k][s + 1][v]);
+        for (int v = 0; v < kVecs; ++v) acc[k][s][v] = Simd::fma(wp.first, dv[v], acc[k][s][v]);
+        for (int v = 0; v < kVecs; ++v) acc[k][s + 1][v] = Simd::fma(wp.second, dv[v], acc[k][s + 1][v]);
       }
     for (; s < n; ++s) {
       const V wv = Simd::bcast(to_float(val[e * n + s]));
-      for (int v = 0; v < kNmBwdVecs; ++v) acc[k][s][v] = Simd::fma(wv, dv[v], acc[k][s][v]);
+      for (int v = 0; v < kVecs; ++v) acc[k][s][v] = Simd::fma(wv, dv[v], acc[k][s][v]);
     }
   };
   int64_t e = 0;
-  for (; e + 1 < count; e += 2) {
-    entry(0, e);
-    entry(1, e + 1);
+  if constexpr (kSets == 2) {
+    for (; e + 1 < count; e += 2) {
+      entry(0, e);
+      entry(1, e + 1);
+    }
   }
-  if (e < count) entry(0, e);
+  for (; e < count; ++e) entry(0, e);
   int s = 0;
   for (int f = 0; f < 4; ++f) {
     if (!((kMask >> f) & 1)) continue;
-    for (int v = 0; v < kNmBwdVecs; ++v) {
-      float* o = out + f * kTokenTile + v * W;
-      Simd::store(o, Simd::add(Simd::load(o), Simd::add(acc[0][s][v], acc[1][s][v])));
+    for (int v = 0; v < kVecs; ++v) {
+      V sum = acc[0][s][v];
+      if constexpr (kSets == 2) sum = Simd::add(sum, acc[1][s][v]);
+      float* o = out + f * kTokenTile + (H + v) * W;
+      Simd::store(o, Simd::add(Simd::load(o), sum));
     }
     ++s;
   }
 }
 
+// One bucket over the whole tile, in NV / vecs passes. Out of line: inlined into
+// nm_bwd_data<true>, GCC 12 moved the per-entry step of the two-offset buckets into a call of its
+// own, and 2:4 backward-data took twice as long.
+template <int kMask, typename E>
+[[gnu::noinline]] void nm_bwd_bucket(const E* dyp, const int32_t* row, const E* val, int64_t count, float* out) {
+  constexpr int kVecs = nm_bwd_shape(std::popcount(static_cast<unsigned>(kMask))).vecs;
+  [&]<int... P>(std::integer_sequence<int, P...>) {
+    (nm_bwd_bucket_part<kMask, P * kVecs>(dyp, row, val, count, out), ...);
+  }(std::make_integer_sequence<int, NV / kVecs>{});
+}
+
 // Backward-data's products as a policy (see FmaProducts): FmaNmBuckets runs nm_bwd_bucket.
 struct FmaNmBuckets {
   template <int kMask, typename E>
-  static void bucket(const E* dyp, int h, const int32_t* row, const E* val, int64_t count, float* out) {
-    nm_bwd_bucket<kMask>(dyp, h, row, val, count, out);
+  static void bucket(const E* dyp, const int32_t* row, const E* val, int64_t count, float* out) {
+    nm_bwd_bucket<kMask>(dyp, row, val, count, out);
   }
 };
 
@@ -222,13 +256,12 @@ inline void nm_bwd_group_small(const NmTransposedViewT<E>& wt, const int32_t* pt
   for (int p = 0; p < wt.buckets; ++p) {
     const int32_t e0 = ptr[p], e1 = ptr[p + 1];
     if (e0 == e1) continue;
-    for (int h = 0; h < NV; h += kNmBwdVecs)
-      [&]<int... kLess>(std::integer_sequence<int, kLess...>) {  // masks 1..15: N >= 1
-        ((p == kLess + 1 ? Buckets::template bucket<kLess + 1>(
-                               dyp, h, wt.row + e0, wt.values + static_cast<int64_t>(e0) * wt.n, e1 - e0, out + h * W)
-                         : void()),
-         ...);
-      }(std::make_integer_sequence<int, 15>{});
+    [&]<int... kLess>(std::integer_sequence<int, kLess...>) {  // masks 1..15: N >= 1
+      ((p == kLess + 1 ? Buckets::template bucket<kLess + 1>(dyp, wt.row + e0,
+                                                             wt.values + static_cast<int64_t>(e0) * wt.n, e1 - e0, out)
+                       : void()),
+       ...);
+    }(std::make_integer_sequence<int, 15>{});
   }
 }
 
