@@ -114,6 +114,7 @@ struct DpProducts {
 // takes the entries in pairs of gathered dY lines, each entry's weight gradient multiplies its dY
 // line by X[k] as they are.
 struct DpGroups {
+  static_assert(Simd::kGroup == W);  // the driver's group size (csr_backward_tiles)
   template <bool kFull, int NT>
   static void group(const Bf16* const* dyp, const Bf16* const* xk, const int32_t* col, const Bf16* val, int count,
                     V (*dxa)[NV], float* dwt, bool overwrite) {

@@ -66,17 +66,18 @@ inline void csr_fwd(const BlockSparseViewT<E>& w, const PackedTokensT<E>& x, con
 
 // One W^T row k of the fused backward over NT tiles: for each tile, dX[k] accumulates
 // w * dY[col] over the row's entries, while each entry's weight gradient dot(X[k], dY[col]),
-// summed over the NT tiles, takes its own accumulator; W entries at a time are reduced together.
-// Two tiles per pass halve the lane reductions and the streaming of W^T's structure and
-// gradient; X[k] is read from L1 by the FMAs so the 2 x 4 dX accumulators and the 16 gradient
-// accumulators fit the 32 AVX-512 registers. Full groups are unrolled without tests.
+// summed over the NT tiles, takes its own accumulator; Simd::kGroup entries at a time are
+// reduced together. X[k] is read from L1 by the FMAs. On AVX-512 two tiles per pass
+// (Simd::kBackwardTiles) halve the lane reductions and the streaming of W^T's structure and
+// gradient, and 2 x 4 dX accumulators and 16 gradient accumulators fit its 32 registers; AVX2's
+// 16 hold one tile's 8 and 4 (isa_avx2.h). Full groups are unrolled without tests.
 template <bool kFull, int NT, typename E>
 inline void backward_group(const E* const* dyp, const E* const* xk, const int32_t* col, const E* val, int count,
                            V (*dxa)[NV], float* dwt, bool overwrite) {
-  V acc[W];
-  for (int j = 0; j < W; ++j) acc[j] = Simd::zero();
+  V acc[Simd::kGroup];
+  for (int j = 0; j < Simd::kGroup; ++j) acc[j] = Simd::zero();
 #pragma GCC unroll 16
-  for (int j = 0; j < W; ++j) {
+  for (int j = 0; j < Simd::kGroup; ++j) {
     if (!kFull && j >= count) break;
     const int64_t off = static_cast<int64_t>(col[j]) * kTokenTile;
     const V wj = Simd::bcast(to_float(val[j]));
@@ -88,7 +89,7 @@ inline void backward_group(const E* const* dyp, const E* const* xk, const int32_
         acc[j] = Simd::fma(load_tokens(xk[c], v), dv, acc[j]);
       }
   }
-  add_lanes(dwt, Simd::reduce_lanes(acc), count, overwrite);
+  add_lanes(dwt, Simd::reduce_group(acc), count, overwrite);
 }
 
 // The fused backward's products as a policy (see FmaProducts): FmaGroups runs backward_group.
@@ -120,8 +121,9 @@ inline void csr_backward_tiles(const BlockSparseViewT<E>& wt, const PackedTokens
                      dxa[c][v] = accumulate ? Simd::load(out + c * stride + v * W) : Simd::zero();
                  }
                  int32_t g = e.begin;
-                 for (; g + W <= e.end; g += W)
-                   Groups::template group<true, NT>(dyp, xk, wt.col + g, wt.values + g, W, dxa, dwt + g, overwrite);
+                 for (; g + Simd::kGroup <= e.end; g += Simd::kGroup)
+                   Groups::template group<true, NT>(dyp, xk, wt.col + g, wt.values + g, Simd::kGroup, dxa, dwt + g,
+                                                    overwrite);
                  if (g < e.end)
                    Groups::template group<false, NT>(dyp, xk, wt.col + g, wt.values + g, e.end - g, dxa, dwt + g,
                                                      overwrite);
@@ -130,13 +132,14 @@ inline void csr_backward_tiles(const BlockSparseViewT<E>& wt, const PackedTokens
                });
 }
 
-// Tile pairs, then the odd tile out.
+// Tile pairs where the ISA holds two tiles, then the tiles left one at a time.
 template <typename Groups = FmaGroups, typename E>
 inline void csr_backward(const BlockSparseViewT<E>& wt, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
                          MatrixView dx, float* dwt, Range rows) {
   int64_t tile = 0;
-  for (; tile + 2 <= dy.tiles; tile += 2) csr_backward_tiles<2, Groups>(wt, dy, x, dx, dwt, rows, tile);
-  if (tile < dy.tiles) csr_backward_tiles<1, Groups>(wt, dy, x, dx, dwt, rows, tile);
+  if constexpr (Simd::kBackwardTiles == 2)
+    for (; tile + 2 <= dy.tiles; tile += 2) csr_backward_tiles<2, Groups>(wt, dy, x, dx, dwt, rows, tile);
+  for (; tile < dy.tiles; ++tile) csr_backward_tiles<1, Groups>(wt, dy, x, dx, dwt, rows, tile);
 }
 
 template <typename Products = FmaProducts, typename E>

@@ -61,6 +61,17 @@ struct Simd {
       r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
     }
   }
+  // The fused CSR backward (simd/csr.h) reduces kGroup entries' gradients together over
+  // kBackwardTiles tiles: one tile's dX row (8 vectors), 4 gradient accumulators, a dY vector and
+  // a weight fit the 16 registers.
+  static constexpr int kGroup = 4;
+  static constexpr int kBackwardTiles = 1;
+  // Lane j < 4 of the result = sum of the 8 lanes of v[j]; lanes 4..7 repeat them.
+  static V reduce_group(const V* v) {
+    const V s = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const V swapped = _mm256_permute2f128_ps(s, s, 0x01);
+    return _mm256_add_ps(s, swapped);
+  }
   // Lane j of the result = sum of the 8 lanes of v[j]: 12 shuffles and 7 adds for 8 sums.
   static V reduce_lanes(const V* v) {
     V l1[4], l2[2];

@@ -70,6 +70,12 @@ struct Simd {
       r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
     }
   }
+  // The fused CSR backward (simd/csr.h) reduces kGroup entries' gradients together over
+  // kBackwardTiles tiles: two tiles' dX rows (2 x 4 vectors) and 16 gradient accumulators fit the
+  // 32 registers, X[k] read from L1 by the FMAs.
+  static constexpr int kGroup = 16;
+  static constexpr int kBackwardTiles = 2;
+  static V reduce_group(const V* v) { return reduce_lanes(v); }
   // Lane j of the result = sum of the 16 lanes of v[j]: a transpose-and-add tree,
   // 30 shuffles and 15 adds for 16 horizontal sums.
   static V reduce_lanes(const V* v) {
