@@ -130,6 +130,9 @@ inline void add_lanes(float* dst, V v, int n, bool overwrite) {
 template <typename E>
 inline V row_group_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, int64_t r, const int32_t* cols,
                         int64_t t0, int64_t t1) {
+  // dY's vectors wait in registers beside the W accumulators: a whole tile's fit AVX-512's 32
+  // registers and AVX2's 16 in float32, but widening bf16 needs more than AVX2 has left, so there
+  // dY comes half a tile at a time (each accumulator adds the same products in the same order).
   constexpr int kDyVecs = W == 8 && std::is_same_v<E, Bf16> ? NV / 2 : NV;
   V acc[W];
   for (int j = 0; j < W; ++j) acc[j] = Simd::zero();
@@ -140,7 +143,7 @@ inline V row_group_dots(const PackedTokensT<E>& dy, const PackedTokensT<E>& x, i
     for (int h = 0; h < NV; h += kDyVecs) {
       V dv[kDyVecs];
       for (int v = 0; v < kDyVecs; ++v) dv[v] = load_tokens(d, h + v);
-        // Fully unrolled so the W accumulators stay in registers (GCC keeps them on the stack otherwise).
+      // Fully unrolled so the W accumulators stay in registers (GCC keeps them on the stack otherwise).
 #pragma GCC unroll 16
       for (int j = 0; j < W; ++j) {
         const E* xc = xp + static_cast<int64_t>(cols[j]) * kTokenTile;
