@@ -132,13 +132,13 @@ inline void csr_backward_tiles(const BlockSparseViewT<E>& wt, const PackedTokens
                });
 }
 
-// Tile pairs where the ISA holds two tiles, then the tiles left one at a time.
+// Simd::kBackwardTiles tiles per sweep, then the tiles left one at a time.
 template <typename Groups = FmaGroups, typename E>
 inline void csr_backward(const BlockSparseViewT<E>& wt, const PackedTokensT<E>& dy, const PackedTokensT<E>& x,
                          MatrixView dx, float* dwt, Range rows) {
+  constexpr int kTiles = Simd::kBackwardTiles;
   int64_t tile = 0;
-  if constexpr (Simd::kBackwardTiles == 2)
-    for (; tile + 2 <= dy.tiles; tile += 2) csr_backward_tiles<2, Groups>(wt, dy, x, dx, dwt, rows, tile);
+  for (; tile + kTiles <= dy.tiles; tile += kTiles) csr_backward_tiles<kTiles, Groups>(wt, dy, x, dx, dwt, rows, tile);
   for (; tile < dy.tiles; ++tile) csr_backward_tiles<1, Groups>(wt, dy, x, dx, dwt, rows, tile);
 }
 
