@@ -49,26 +49,33 @@ inline float exp_bounded(float x) {
 // instead of becoming denormal; NaN propagates.
 inline float exp_nonpositive(float x) { return exp_bounded(select(x < -87.0f, -87.0f, x)); }
 
-// Sixteen floats as a GCC vector type, for loops GCC leaves scalar when they are written on
-// arrays; it compiles to the widest vectors of the ISA the build targets. Keep such values local:
-// a function taking or returning one changes its calling convention where AVX-512 is not
-// enabled, and GCC warns (-Wpsabi).
+// Rows are reduced in kFloatLanes interleaved lanes: lane l takes the entries i = l (mod 16).
+// Callers step in whole lane groups (attention's softmax runs its rows on to one).
 inline constexpr int kFloatLanes = 16;
-using FloatLanes = float __attribute__((vector_size(kFloatLanes * sizeof(float))));
+
+// Four floats as a GCC vector type. Every x86-64 ISA has an instruction for its compare-and-select
+// (maxps), so four of them make the 16 lanes at any ISA level; one 16-float vector type did so
+// only where AVX-512 makes it a register: below that GCC split it into scalar compares that went
+// through the stack, and on the AVX2 host that loop was a third of attention's forward pass.
+// Keep such values local: a function taking or returning one changes its calling convention
+// where the ISA has no register for it, and GCC warns (-Wpsabi).
+using FloatQuad = float __attribute__((vector_size(4 * sizeof(float))));
 
 // The largest of x[0..n), n >= 1. A NaN in x may or may not come out; softmax callers get NaN
-// from their sums either way. On arrays GCC left this compare-and-select reduction scalar, the
-// slowest part of the attention and loss softmax rows.
+// from their sums either way. Lanes in order, then the tail: the same result on every ISA.
 inline float row_max(const float* x, int64_t n) {
-  FloatLanes lanes = FloatLanes{} + x[0];
+  constexpr int kQuads = kFloatLanes / 4;
+  FloatQuad lanes[kQuads];
+  for (auto& q : lanes) q = FloatQuad{} + x[0];
   int64_t i = 0;
-  for (; i + kFloatLanes <= n; i += kFloatLanes) {
-    FloatLanes v;
-    std::memcpy(&v, x + i, sizeof v);
-    lanes = v > lanes ? v : lanes;
-  }
-  float m = lanes[0];
-  for (int l = 1; l < kFloatLanes; ++l) m = select(lanes[l] > m, lanes[l], m);
+  for (; i + kFloatLanes <= n; i += kFloatLanes)
+    for (int q = 0; q < kQuads; ++q) {
+      FloatQuad v;
+      std::memcpy(&v, x + i + 4 * q, sizeof v);
+      lanes[q] = v > lanes[q] ? v : lanes[q];
+    }
+  float m = lanes[0][0];
+  for (int l = 1; l < kFloatLanes; ++l) m = select(lanes[l / 4][l % 4] > m, lanes[l / 4][l % 4], m);
   for (; i < n; ++i) m = select(x[i] > m, x[i], m);
   return m;
 }
