@@ -141,20 +141,25 @@ inline void cols_block(int64_t T, int64_t s0, AttentionMask m, float alpha, cons
 }
 
 // Runs block(rows, vectors, first row, channel offset) over n rows and the whole vectors of D
-// channels, then returns the number of channels it covered.
+// channels, then returns the number of channels it covered. Row blocks are outer: all chunks of
+// channels of one block run before the next block, so the P entries the block reads stay in L1
+// between chunks. With the chunks outer, P was read from L2 once per chunk (four chunks on AVX2
+// at D = 64), and the GPT-shaped forward and backward took 1.12x as long on a Zen 3 core. Every
+// block is as tall as a whole chunk allows. (Choosing a taller block for a single narrower
+// chunk made GCC 12 fold the X loads into every FMA, 1.5x slower.)
 template <typename Block>
 inline int64_t over_blocks(int64_t n, int64_t D, Block&& block) {
   const int64_t full = D / W;
-  for (int64_t v0 = 0; v0 < full; v0 += kProductVectors) {
-    const int nv = static_cast<int>(std::min<int64_t>(kProductVectors, full - v0));
-    with_vectors<kProductVectors>(nv, [&](auto nc) {
-      constexpr int NC = decltype(nc)::value;
-      constexpr int R = product_rows(NC);
-      int64_t t0 = 0;
-      for (; t0 + R <= n; t0 += R) block(std::integral_constant<int, R>{}, nc, t0, v0 * W);
-      for (; t0 < n; ++t0) block(std::integral_constant<int, 1>{}, nc, t0, v0 * W);
-    });
-  }
+  constexpr int R = product_rows(kProductVectors);
+  auto chunks = [&](auto rows, int64_t t0) {
+    for (int64_t v0 = 0; v0 < full; v0 += kProductVectors) {
+      const int nv = static_cast<int>(std::min<int64_t>(kProductVectors, full - v0));
+      with_vectors<kProductVectors>(nv, [&](auto nc) { block(rows, nc, t0, v0 * W); });
+    }
+  };
+  int64_t t0 = 0;
+  for (; t0 + R <= n; t0 += R) chunks(std::integral_constant<int, R>{}, t0);
+  for (; t0 < n; ++t0) chunks(std::integral_constant<int, 1>{}, t0);
   return full * W;
 }
 
