@@ -144,9 +144,10 @@ inline void cols_block(int64_t T, int64_t s0, AttentionMask m, float alpha, cons
 // channels, then returns the number of channels it covered. Row blocks are outer: all chunks of
 // channels of one block run before the next block, so the P entries the block reads stay in L1
 // between chunks. With the chunks outer, P was read from L2 once per chunk (four chunks on AVX2
-// at D = 64), and the GPT-shaped forward and backward took 1.12x as long on a Zen 3 core. Every
-// block is as tall as a whole chunk allows. (Choosing a taller block for a single narrower
-// chunk made GCC 12 fold the X loads into every FMA, 1.5x slower.)
+// at D = 64), and the GPT-shaped forward and backward took 1.08x and 1.15x as long on a Zen 3
+// core. Every block is as tall as a whole chunk allows. (A version that picked a taller block
+// when D is a single narrower chunk compiled, under GCC 12, to FMAs that each reloaded their X
+// operand, and ran 1.3x slower at D = 64.)
 template <typename Block>
 inline int64_t over_blocks(int64_t n, int64_t D, Block&& block) {
   const int64_t full = D / W;
