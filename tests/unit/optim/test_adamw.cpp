@@ -126,7 +126,7 @@ TEST(AdamW, Float32ResultsFollowPyTorchsOperationOrderBitForBit) {
   for (const AdamWOptions& o : cases) {
     SCOPED_TRACE(o.beta1);
     Parameter p("w", {2, 37});  // vector loops and their tails on every ISA
-    const std::size_t n = 74;
+    const std::size_t n = p.values().size();
     std::vector<float> x(n), m(n), v(n);
     for (std::size_t i = 0; i < n; ++i) x[i] = p.values()[i] = uniform(8, "p", i, 3.0f);
     AdamW adamw({&p}, schedule, o);
