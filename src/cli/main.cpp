@@ -168,7 +168,7 @@ int run_command(int argc, char** argv) {
                   "all (default): resume the checkpoint's run; model: only its weights, a new run from step 0")
         ->check(CLI::IsMember({"all", "model"}));
     a->add_option(names("--init_from"), t.init_from,
-                  "hf:DIR: start from a Hugging Face GPT-2 directory's weights (overrides model.init_from)")
+                  "hf:DIR: start from a Hugging Face GPT-2 or BERT directory's weights (overrides model.init_from)")
         ->check(kHfDir);
     a->add_option(names("--seed"), t.seed, "Seed (overrides runconfig.seed)");
     a->add_option(names("--threads"), t.threads, "Threads (overrides runconfig.num_threads)")->check(kAtLeastOne);
@@ -215,7 +215,8 @@ int run_command(int argc, char** argv) {
   inspect_command->add_option(names("--import-nan"), inspect.import_nan,
                               "Also write it, read as the Cerebras NaN form, with masks to this file");
   ExportOptions export_options;
-  auto* export_command = app.add_subcommand("export", "Write a GPT checkpoint as a Hugging Face model directory");
+  auto* export_command =
+      app.add_subcommand("export", "Write a GPT or BERT checkpoint as a Hugging Face model directory");
   export_command->add_option(names("-o,--model_dir"), export_options.model_dir,
                              "A model directory (its config, newest checkpoint)");
   export_command->add_option(names("-p,--params"), export_options.params,

@@ -74,7 +74,7 @@ int run_generate_command(const GenerateOptions& o) {
   const auto [params, model_path] =
       trained_model_files(o.model_dir, o.params, o.checkpoint_path, "generate", "generate from");
   TrainConfig config = load_train_config_file(params);
-  if (!config.is_gpt()) fail("{}: generate needs a gpt model, this config trains an mlp", params);
+  if (!config.is_gpt()) fail("{}: generate needs a gpt model; this config's model is {}", params, config.model_name());
   const int threads = o.threads.value_or(config.run.num_threads);
   if (threads > 0) set_num_threads(threads);
   check_memory(config);

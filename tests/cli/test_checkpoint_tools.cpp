@@ -330,8 +330,19 @@ TEST_F(CliCheckpointTools, GenerateWithoutACheckpointOrAGptExitsOneSayingWhy) {
                      << "runconfig: {max_steps: 1}\n";
   const CliResult not_gpt = run_cli({"generate", "--params", mlp, "--checkpoint_path", checkpoint_});
   EXPECT_EQ(not_gpt.exit_code, 1);
-  EXPECT_EQ(not_gpt.err, "sparsetrain: error: " + mlp + ": generate needs a gpt model, this config trains an mlp\n");
+  EXPECT_EQ(not_gpt.err, "sparsetrain: error: " + mlp + ": generate needs a gpt model; this config's model is mlp\n");
   EXPECT_EQ(not_gpt.out, "");
+
+  const std::string bert = path("bert.yaml");
+  std::ofstream(bert) << "model: {name: bert, hidden_size: 8, num_hidden_layers: 1, num_attention_heads: 2,\n"
+                      << "        intermediate_size: 16, max_position_embeddings: 16}\n"
+                      << "train_input: {data: brown, tokenizer: wordpiece, batch_size: 2, max_sequence_length: 16}\n"
+                      << "optimizer: {optimizer_type: adamw, learning_rate: 0.001}\n"
+                      << "runconfig: {max_steps: 1}\n";
+  const CliResult bert_run = run_cli({"generate", "--params", bert, "--checkpoint_path", checkpoint_});
+  EXPECT_EQ(bert_run.exit_code, 1);
+  EXPECT_EQ(bert_run.err,
+            "sparsetrain: error: " + bert + ": generate needs a gpt model; this config's model is bert\n");
 }
 
 }  // namespace
