@@ -46,8 +46,12 @@ TextSplit load_text_split(const TrainConfig& config, BlankLines blank_lines) {
     if (blank_lines == BlankLines::Documents) docs = split_at_blank_lines(file);
     if (docs.size() <= 1) docs = {std::move(file)};
   }
-  return docs.size() > 1 ? split_documents(docs, in.validation_fraction, in.split_seed)
-                         : split_text(docs[0], in.validation_fraction);
+  if (docs.size() > 1) return split_documents(docs, in.validation_fraction, in.split_seed);
+  try {
+    return split_text(docs[0], in.validation_fraction);
+  } catch (const Error& e) {
+    fail("{}: train_input.validation_fraction: {}", config.file, e.what());  // a file too short for the fraction
+  }
 }
 
 std::string text_data_name(const InputConfig& input) {

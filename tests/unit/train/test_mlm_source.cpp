@@ -256,6 +256,12 @@ TEST_F(MlmSourceTest, Errors) {
                         "(eval_input.batch_size)",
                         path_, e.validation.size()));
   c = config();
+  c.train_input.path = dir_.write("tiny.txt", "one line\n").string();
+  EXPECT_EQ(
+      error_of([&] { source(c); }),
+      "cfg.yaml: train_input.validation_fraction: " + c.train_input.path +
+          ": cannot split 9 bytes at fraction 0.25: a part would be empty (the validation part starts at a line)");
+  c = config();
   c.train_input.dataset = DatasetKind::FashionMnist;
   EXPECT_EQ(error_of([&] { source(c); }),
             "cfg.yaml: train_input.data: masked language modelling reads text (brown or text_file), not fashion_mnist");
