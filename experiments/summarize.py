@@ -131,10 +131,15 @@ def main():
             if not final:
                 unfinished.append(run["name"])
                 continue
-            # A BERT's eval row has a masked-token "accuracy" too; its headline is the masked-LM loss.
+            # A BERT's eval row has a masked-token "accuracy" too; its headline is the masked-LM loss,
+            # "mlm_loss" ("loss" is the sum with the next-sentence loss; rows written before
+            # "mlm_loss" existed held the masked-LM loss as "loss").
             masked_lm = model_name(exp_dir / run["config"]) == "bert"
             bert = bert or masked_lm
-            key = "accuracy" if "accuracy" in final[-1] and not masked_lm else "loss"
+            if masked_lm:
+                key = "mlm_loss" if "mlm_loss" in final[-1] else "loss"
+            else:
+                key = "accuracy" if "accuracy" in final[-1] else "loss"
             classifier = key == "accuracy"
             scale = 100.0 if classifier else 1.0
             finals.append(final[-1][key] * scale)

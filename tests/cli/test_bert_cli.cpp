@@ -122,18 +122,22 @@ TEST(CliBert, TrainsEvaluatesAndResumesToTheBytesOfAnUnbrokenRun) {
       "param_filter: [\"bert.encoder.layer.*.attention.self.*.weight\", \"bert.encoder.layer.*.dense.weight\"]}\n";
   const std::string run = "max_steps: 6, log_steps: 1, eval_frequency: 3, checkpoint_steps: 3, seed: 5";
   const fs::path whole = tiny_bert_config(root, "whole", "byte", run, sparsity);
-  const CliResult a = run_cli({"train", "--params", whole.string(), "--model_dir", (root / "whole").string()}, kOneThread);
+  const CliResult a =
+      run_cli({"train", "--params", whole.string(), "--model_dir", (root / "whole").string()}, kOneThread);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_NE(a.out.find("bert: 2 layers"), std::string::npos) << a.out;
   EXPECT_NE(a.out.find("with [PAD] [CLS] [SEP] [MASK] appended"), std::string::npos) << a.out;
 
-  // Evaluation rows: the masked-token loss and accuracy, and the next-sentence task's.
+  // Evaluation rows: the masked-token loss and accuracy, the next-sentence task's, and as "loss"
+  // their sum, which is what the train rows' "loss" holds too.
   int evals = 0;
   for (const nlohmann::json& row : metrics(root / "whole")) {
     if (row["split"] != "eval") continue;
     ++evals;
-    EXPECT_GT(row["loss"].get<double>(), 0.0);
-    for (const char* key : {"accuracy", "nsp_loss", "nsp_accuracy"}) ASSERT_TRUE(row.contains(key)) << row;
+    for (const char* key : {"mlm_loss", "accuracy", "nsp_loss", "nsp_accuracy"}) ASSERT_TRUE(row.contains(key)) << row;
+    EXPECT_GT(row["mlm_loss"].get<double>(), 0.0);
+    EXPECT_GT(row["nsp_loss"].get<double>(), 0.0);
+    EXPECT_EQ(row["loss"].get<double>(), row["mlm_loss"].get<double>() + row["nsp_loss"].get<double>()) << row;
     EXPECT_FALSE(row.contains("perplexity"));
   }
   EXPECT_EQ(evals, 2);
@@ -142,15 +146,17 @@ TEST(CliBert, TrainsEvaluatesAndResumesToTheBytesOfAnUnbrokenRun) {
   const CliResult b1 = run_cli(
       {"train", "--params", whole.string(), "--model_dir", (root / "parts").string(), "--max_steps", "3"}, kOneThread);
   ASSERT_EQ(b1.exit_code, 0) << b1.err;
-  const CliResult b2 = run_cli({"train", "--params", whole.string(), "--model_dir", (root / "parts").string()}, kOneThread);
+  const CliResult b2 =
+      run_cli({"train", "--params", whole.string(), "--model_dir", (root / "parts").string()}, kOneThread);
   ASSERT_EQ(b2.exit_code, 0) << b2.err;
   EXPECT_EQ(read_file((root / "parts/checkpoint_6.safetensors").string()),
             read_file((root / "whole/checkpoint_6.safetensors").string()));
 
   const CliResult e = run_cli({"eval", "--model_dir", (root / "whole").string()}, kOneThread);
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  EXPECT_NE(e.out.find("mlm loss"), std::string::npos) << e.out;
-  EXPECT_NE(e.out.find("nsp loss"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find(": loss "), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find(" = mlm loss "), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find(" + nsp loss "), std::string::npos) << e.out;
 
   // The byte tokenizer's ids, then the appended [PAD] [CLS] [SEP] [MASK].
   const nlohmann::json config = expect_hf_export(root / "whole", "checkpoint_6.safetensors", "BertForPreTraining");
@@ -171,10 +177,24 @@ TEST(CliBert, WordPieceWithoutNextSentenceAndBenchTrainCountsEveryInputToken) {
     text.replace(text.find("hidden_dropout_prob: 0.1"), 24, "disable_nsp: true");
     std::ofstream(config) << text;
   }
-  const CliResult r = run_cli({"train", "--params", config.string(), "--model_dir", (root / "wp").string()}, kOneThread);
+  const CliResult r =
+      run_cli({"train", "--params", config.string(), "--model_dir", (root / "wp").string()}, kOneThread);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("vocabulary 30522, masked LM\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("wordpiece tokenizer"), std::string::npos) << r.out;
+
+  // Without the next-sentence task an evaluation's loss is the masked-token loss alone.
+  const CliResult e = run_cli({"eval", "--model_dir", (root / "wp").string()}, kOneThread);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find(": mlm loss "), std::string::npos) << e.out;
+  int evals = 0;
+  for (const nlohmann::json& row : metrics(root / "wp")) {
+    if (row["split"] != "eval") continue;
+    ++evals;
+    EXPECT_EQ(row["loss"], row["mlm_loss"]) << row;
+    EXPECT_FALSE(row.contains("nsp_loss")) << row;
+  }
+  EXPECT_EQ(evals, 1);
 
   // Exported without the next-sentence task: BertForMaskedLM, with vocab.txt holding the
   // vocabulary in BERT's spelling, line n + 1 for id n, and BertTokenizer's settings.

@@ -50,11 +50,14 @@ std::string eval_line(const Setup& s, int64_t step, const EvalResult& r) {
     return fmt::format("eval step {}: loss {:.4f}, perplexity {:.2f} ({} tokens)", step, r.loss, std::exp(r.loss),
                        r.predictions);
   if (s.config.is_bert()) {
-    std::string line = fmt::format("eval step {}: mlm loss {:.4f}, accuracy {:.2f}% ({} masked tokens)", step, r.loss,
-                                   100.0 * r.accuracy, r.predictions);
-    if (has_next_sentence(s))
-      line += fmt::format(", nsp loss {:.4f}, accuracy {:.2f}% ({} pairs)", r.nsp_loss, 100.0 * r.nsp_accuracy, r.rows);
-    return line;
+    if (!has_next_sentence(s))
+      return fmt::format("eval step {}: mlm loss {:.4f}, accuracy {:.2f}% ({} masked tokens)", step, r.loss,
+                         100.0 * r.accuracy, r.predictions);
+    return fmt::format(
+        "eval step {}: loss {:.4f} = mlm loss {:.4f}, accuracy {:.2f}% ({} masked tokens) + nsp loss {:.4f}, accuracy "
+        "{:.2f}% ({} pairs)",
+        step, r.loss + r.nsp_loss, r.loss, 100.0 * r.accuracy, r.predictions, r.nsp_loss, 100.0 * r.nsp_accuracy,
+        r.rows);
   }
   return fmt::format("eval step {}: loss {:.4f}, accuracy {:.2f}% ({} examples)", step, r.loss, 100.0 * r.accuracy,
                      r.predictions);
@@ -67,7 +70,11 @@ nlohmann::json eval_row(const Setup& s, int64_t step, const EvalResult& r) {
     return row;
   }
   row["accuracy"] = r.accuracy;
+  if (!s.config.is_bert()) return row;
+  // "loss" is what training minimizes and logs, so the two splits' curves compare.
+  row["mlm_loss"] = r.loss;
   if (has_next_sentence(s)) {
+    row["loss"] = r.loss + r.nsp_loss;
     row["nsp_loss"] = r.nsp_loss;
     row["nsp_accuracy"] = r.nsp_accuracy;
   }
