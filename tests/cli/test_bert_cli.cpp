@@ -1,12 +1,15 @@
-// A tiny BERT trained by the real binary: masked-LM + next-sentence metrics, evaluation, an
+// A tiny BERT trained by the real binary: masked-LM + next-sentence metrics (metrics.jsonl and
+// TensorBoard's tags), evaluation, an
 // interrupted run resumed to the bytes of an unbroken one, bench train's token counts, the
 // WordPiece tokenizer end to end, and `export --format hf`.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -15,6 +18,7 @@
 #include "cli_runner.h"
 #include "sparsetrain/core/read_file.h"
 #include "sparsetrain/io/safetensors.h"
+#include "unit/event_file_decoder.h"
 
 namespace sparsetrain::testing {
 namespace {
@@ -131,6 +135,7 @@ TEST(CliBert, TrainsEvaluatesAndResumesToTheBytesOfAnUnbrokenRun) {
   // Evaluation rows: the masked-token loss and accuracy, the next-sentence task's, and as "loss"
   // their sum, which is what the train rows' "loss" holds too.
   int evals = 0;
+  std::map<int64_t, nlohmann::json> eval_rows;  // by step
   for (const nlohmann::json& row : metrics(root / "whole")) {
     if (row["split"] != "eval") continue;
     ++evals;
@@ -138,9 +143,31 @@ TEST(CliBert, TrainsEvaluatesAndResumesToTheBytesOfAnUnbrokenRun) {
     EXPECT_GT(row["mlm_loss"].get<double>(), 0.0);
     EXPECT_GT(row["nsp_loss"].get<double>(), 0.0);
     EXPECT_EQ(row["loss"].get<double>(), row["mlm_loss"].get<double>() + row["nsp_loss"].get<double>()) << row;
+    EXPECT_EQ(row["mlm_perplexity"].get<double>(), std::exp(row["mlm_loss"].get<double>())) << row;
     EXPECT_FALSE(row.contains("perplexity"));
+    eval_rows[row["step"].get<int64_t>()] = row;
   }
   EXPECT_EQ(evals, 2);
+  // The same in TensorBoard's eval/ files, under the tags the Model Zoo's BERT uses.
+  int events = 0;
+  for (const fs::path& file : event_files(root / "whole/eval"))
+    for (const DecodedEvent& e : decode_event_file(file)) {
+      if (e.values.empty()) continue;  // the file's version record
+      ++events;
+      const nlohmann::json& row = eval_rows.at(e.step);
+      const std::map<std::string, float> tags(e.values.begin(), e.values.end());
+      for (const auto& [tag, key] : {std::pair{"loss", "loss"},
+                                     {"mlm_loss", "mlm_loss"},
+                                     {"eval/mlm_perplexity", "mlm_perplexity"},
+                                     {"eval/accuracy_masked_lm", "accuracy"},
+                                     {"nsp_loss", "nsp_loss"},
+                                     {"eval/accuracy_cls", "nsp_accuracy"}}) {
+        ASSERT_TRUE(tags.contains(tag)) << tag << " at step " << e.step;
+        EXPECT_EQ(tags.at(tag), row[key].get<float>()) << tag << " at step " << e.step;
+      }
+      EXPECT_EQ(tags.size(), 6u) << "no other tag at step " << e.step;
+    }
+  EXPECT_EQ(events, 2);
 
   // Stopped at step 3 and resumed: the same bytes as the unbroken run.
   const CliResult b1 = run_cli(

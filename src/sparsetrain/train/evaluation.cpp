@@ -73,6 +73,7 @@ nlohmann::json eval_row(const Setup& s, int64_t step, const EvalResult& r) {
   if (!s.config.is_bert()) return row;
   // "loss" is what training minimizes and logs, so the two splits' curves compare.
   row["mlm_loss"] = r.loss;
+  row["mlm_perplexity"] = std::exp(r.loss);
   if (has_next_sentence(s)) {
     row["loss"] = r.loss + r.nsp_loss;
     row["nsp_loss"] = r.nsp_loss;

@@ -28,8 +28,8 @@ EvalResult evaluate(Model& model, const DataSource& data, Communicator& comm);
 // "eval step 200: loss 4.7646 = mlm loss 4.1234, accuracy 31.20% (6120 masked tokens) + nsp loss 0.6412, accuracy
 // 61.02% (400 pairs)"
 std::string eval_line(const Setup& s, int64_t step, const EvalResult& r);
-// {"step": 200, "split": "eval", "loss": 1.2345, "perplexity": 3.44}. A BERT's row has "mlm_loss"
-// and "accuracy" (masked tokens) and, with the next-sentence task, "nsp_loss" and "nsp_accuracy";
+// {"step": 200, "split": "eval", "loss": 1.2345, "perplexity": 3.44}. A BERT's row has "mlm_loss",
+// "mlm_perplexity" and "accuracy" (masked tokens) and, with the next-sentence task, "nsp_loss" and "nsp_accuracy";
 // its "loss" is the training loss's sum, mlm_loss + nsp_loss.
 nlohmann::json eval_row(const Setup& s, int64_t step, const EvalResult& r);
 

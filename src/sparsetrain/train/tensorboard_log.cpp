@@ -23,6 +23,18 @@ const std::map<std::string, std::string> kZooTags = {
     {"perplexity", "eval/lm_perplexity"},
     {"accuracy", "eval/accuracy"},
 };
+// A BERT's eval metrics under the names the Model Zoo's BERT logs them.
+const std::map<std::string, std::string> kZooBertTags = {
+    {"accuracy", "eval/accuracy_masked_lm"},
+    {"mlm_perplexity", "eval/mlm_perplexity"},
+    {"nsp_accuracy", "eval/accuracy_cls"},
+};
+
+const std::string& tag_of(const std::string& key, bool bert) {
+  if (const auto tag = kZooBertTags.find(key); bert && tag != kZooBertTags.end()) return tag->second;
+  const auto tag = kZooTags.find(key);
+  return tag != kZooTags.end() ? tag->second : key;
+}
 
 }  // namespace
 
@@ -31,11 +43,8 @@ TensorBoardLog::TensorBoardLog(const Setup& s, const std::string& model_dir)
 
 void TensorBoardLog::write(const nlohmann::json& row) {
   Scalars scalars;
-  for (const auto& [key, value] : row.items()) {
-    if (key == "step" || !value.is_number()) continue;
-    const auto zoo = kZooTags.find(key);
-    scalars.emplace_back(zoo != kZooTags.end() ? zoo->second : key, value.get<float>());
-  }
+  for (const auto& [key, value] : row.items())
+    if (key != "step" && value.is_number()) scalars.emplace_back(tag_of(key, s_.config.is_bert()), value.get<float>());
   const bool train = row.at("split") == "train";
   // Each sparsity group's own level, beside the overall `sparsity` of the row.
   if (train && s_.sparsity && s_.sparsity->leaf_algorithms().size() > 1) {
