@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 
 #include "cli/model_dir.h"
 #include "sparsetrain/io/nan_form.h"
@@ -27,8 +28,16 @@ int run_inspect_command(const InspectOptions& o) {
   // with masks, NaN is a value gone wrong and is listed as such.
   const bool nan_marks_pruning = first_mask(file.tensors) == nullptr;
   int64_t total = 0, sparse_total = 0, sparse_kept = 0;
-  fmt::print("  {:<44} {:<5} {:<14} {:>10} {:>9}  {}\n", "tensor", "dtype", "shape", "elements", "sparsity",
-             "pruned by");
+  // Columns as wide as their longest entry (BERT's names run past 50 characters).
+  const auto shape_of = [](const StateTensor& t) { return fmt::format("[{}]", fmt::join(t.shape, ", ")); };
+  std::size_t name_width = std::string_view("tensor").size(), shape_width = 14;
+  for (const StateTensor& t : file.tensors.tensors)
+    if (!t.is_mask) {
+      name_width = std::max(name_width, t.name.size());
+      shape_width = std::max(shape_width, shape_of(t).size());
+    }
+  fmt::print("  {:<{}} {:<5} {:<{}} {:>10} {:>9}  {}\n", "tensor", name_width, "dtype", "shape", shape_width,
+             "elements", "sparsity", "pruned by");
   for (const StateTensor& t : file.tensors.tensors) {
     if (t.is_mask) continue;
     const auto n = static_cast<int64_t>(t.values.size());
@@ -44,8 +53,8 @@ int run_inspect_command(const InspectOptions& o) {
       marker = mask != nullptr ? "mask" : "NaN";
     }
     if (!nan_marks_pruning && nan > 0) marker += fmt::format("{}({} NaN, not pruning)", marker.empty() ? "" : " ", nan);
-    std::string line = fmt::format("  {:<44} {:<5} {:<14} {:>10} {:>9}  {}", t.name, "F32",
-                                   fmt::format("[{}]", fmt::join(t.shape, ", ")), n, sparsity, marker);
+    std::string line = fmt::format("  {:<{}} {:<5} {:<{}} {:>10} {:>9}  {}", t.name, name_width, "F32", shape_of(t),
+                                   shape_width, n, sparsity, marker);
     line.erase(line.find_last_not_of(' ') + 1);
     fmt::print("{}\n", line);
   }

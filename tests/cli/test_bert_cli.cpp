@@ -169,6 +169,22 @@ TEST(CliBert, TrainsEvaluatesAndResumesToTheBytesOfAnUnbrokenRun) {
     }
   EXPECT_EQ(events, 2);
 
+  // inspect lines its columns up however long the names: every row's dtype under the header's.
+  const CliResult listing = run_cli({"inspect", (root / "whole").string()});
+  ASSERT_EQ(listing.exit_code, 0) << listing.err;
+  std::istringstream listed(listing.out);
+  std::size_t dtype_column = std::string::npos;
+  int listed_rows = 0;
+  for (std::string line; std::getline(listed, line);) {
+    if (line.starts_with("  tensor ")) {
+      dtype_column = line.find(" dtype ");
+    } else if (line.find(" F32 ") != std::string::npos) {
+      ++listed_rows;
+      EXPECT_EQ(line.find(" F32 "), dtype_column) << line;
+    }
+  }
+  EXPECT_GT(listed_rows, 20);
+
   // Stopped at step 3 and resumed: the same bytes as the unbroken run.
   const CliResult b1 = run_cli(
       {"train", "--params", whole.string(), "--model_dir", (root / "parts").string(), "--max_steps", "3"}, kOneThread);
