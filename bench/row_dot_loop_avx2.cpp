@@ -1,10 +1,4 @@
 // row_dot_loop.h's loop with the AVX2 kernels' vectors. Compiled with the AVX2 flags only here.
-#include <algorithm>
-#include <cstring>
-#include <type_traits>
-
-#include "sparsetrain/kernels/spmm.h"
-
 // The vector type first, then the kernel bodies written against it, as in kernels/spmm_avx2.cpp.
 // clang-format off
 #include "sparsetrain/kernels/simd/isa_avx2.h"

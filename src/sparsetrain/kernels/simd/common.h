@@ -4,6 +4,13 @@
 // namespace, after `struct Simd` is defined. Nothing here is ISA-specific.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "sparsetrain/kernels/spmm.h"
+
 namespace sparsetrain::SPARSETRAIN_SIMD_NS {
 
 using V = Simd::V;
