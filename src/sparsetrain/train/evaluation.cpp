@@ -64,18 +64,18 @@ std::string eval_line(const Setup& s, int64_t step, const EvalResult& r) {
 }
 
 nlohmann::json eval_row(const Setup& s, int64_t step, const EvalResult& r) {
-  nlohmann::json row = {{"step", step}, {"split", "eval"}, {"loss", r.loss}};
+  // A BERT's "loss" is what training minimizes and logs, so the two splits' curves compare.
+  nlohmann::json row = {
+      {"step", step}, {"split", "eval"}, {"loss", has_next_sentence(s) ? r.loss + r.nsp_loss : r.loss}};
   if (s.config.is_gpt()) {
     row["perplexity"] = std::exp(r.loss);
     return row;
   }
   row["accuracy"] = r.accuracy;
   if (!s.config.is_bert()) return row;
-  // "loss" is what training minimizes and logs, so the two splits' curves compare.
   row["mlm_loss"] = r.loss;
   row["mlm_perplexity"] = std::exp(r.loss);
   if (has_next_sentence(s)) {
-    row["loss"] = r.loss + r.nsp_loss;
     row["nsp_loss"] = r.nsp_loss;
     row["nsp_accuracy"] = r.nsp_accuracy;
   }
