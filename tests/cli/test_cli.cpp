@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "isa_testing.h"
 #include "sparsetrain/core/build_info.h"
 #include "sparsetrain/core/cpu_model.h"
 #include "sparsetrain/core/isa.h"
@@ -98,6 +99,27 @@ TEST(CliBenchLinear, Bf16RunsTheBf16KernelsAndNamesThePrecision) {
   const CliResult fp32 = run_cli(bench_linear({"--format", "csr", "--json"}), kOneThread);
   ASSERT_EQ(fp32.exit_code, 0) << fp32.err;
   EXPECT_EQ(nlohmann::json::parse(lines_of(fp32.out).at(0))["precision"], "fp32");
+}
+
+// The floor's FLOP term divides by the fp32 FMA peak, and by twice it for bf16 kernels that have
+// vdpbf16ps (two multiply-adds per float32 lane); with a tiny peak and a huge bandwidth the floor
+// is that term alone.
+TEST(CliBenchLinear, FloorTakesTwiceThePeakForBf16DotProducts) {
+  for (CpuIsa isa : testing_isa::usable_isas())
+    for (const char* precision : {"fp32", "bf16"}) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + " " + precision);
+      std::vector<std::string> args = {"--max-isa", std::string(isa_name(isa))};
+      for (const std::string& a : bench_linear({"--format", "csr", "--sparsity", "0.9", "--precision", precision,
+                                                "--peak-gflops", "0.001", "--bandwidth-gbs", "1e9", "--json"}))
+        args.push_back(a);
+      const CliResult r = run_cli(args, kOneThread);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const nlohmann::json j = nlohmann::json::parse(lines_of(r.out).at(0));
+      const double nnz = std::round((1.0 - j["sparsity"].get<double>()) * 40 * 24);
+      const double peak = (isa == CpuIsa::Avx512Bf16 && std::string(precision) == "bf16" ? 2.0 : 1.0) * 0.001;
+      const double floor_ms = 6.0 * nnz * 70 / (peak * 1e6);
+      EXPECT_NEAR(j["floor_ms"].get<double>(), floor_ms, 1e-9 * floor_ms);
+    }
 }
 
 TEST(CliPrecision, UnknownPrecisionIsACommandLineError) {
