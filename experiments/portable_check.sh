@@ -7,8 +7,8 @@
 #   experiments/portable_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-expected_model=51b33042c9d1323107df1cd443c190cc8d67c522c0ee77614f6ec89b7e6bf004
-expected_state=6b4efec0eed4d0d724dc0437a841de55e0c399b8ef6ffb92214012beb32882f9
+expected_model=dd177f3548718531561fd7586230a65b984d136eeaf08474bbe6ae86b555b377
+expected_state=fc07d06a5cab6a41fdc2adf8bad381ead1024155deeec35cc2095ec0c197379c
 
 bin=build-portable/src/cli/sparsetrain
 SPARSETRAIN_BUILD_DIR=build-portable SPARSETRAIN_BUILD_TARGETS=sparsetrain_bin \
