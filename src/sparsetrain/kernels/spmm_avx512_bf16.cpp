@@ -82,10 +82,10 @@ struct DpProducts {
     auto line = [&](int64_t k) { return xp + static_cast<int64_t>(col_of(k)) * kTokenTile; };
     int64_t k = 0;
     for (; k + 3 < count; k += 4) {
-      pair_lines(a, line(k), line(k + 1), pair_of(val[k], val[k + 1]));
-      pair_lines(c, line(k + 2), line(k + 3), pair_of(val[k + 2], val[k + 3]));
+      pair_two_lines(a, line(k), line(k + 1), pair_at(val + k));
+      pair_two_lines(c, line(k + 2), line(k + 3), pair_at(val + k + 2));
     }
-    for (; k + 1 < count; k += 2) pair_lines(a, line(k), line(k + 1), pair_of(val[k], val[k + 1]));
+    for (; k + 1 < count; k += 2) pair_two_lines(a, line(k), line(k + 1), pair_at(val + k));
     if (k < count) pair_lines(a, line(k), nullptr, pair_of(val[k], Bf16{}));
     for (int v = 0; v < NV; ++v) Simd::store(out + v * W, Simd::add(a[v], c[v]));
   }
@@ -124,7 +124,7 @@ struct DpGroups {
     for (int j = 0; j < W; j += 2) {
       if (!kFull && j >= count) break;
       const bool two = kFull || j + 1 < count;
-      const __m512bh w = pair_of(val[j], two ? val[j + 1] : Bf16{});
+      const __m512bh w = two ? pair_at(val + j) : pair_of(val[j], Bf16{});
       for (int c = 0; c < NT; ++c) {
         const Bf16* y0 = dyp[c] + static_cast<int64_t>(col[j]) * kTokenTile;
         const Bf16* y1 = two ? dyp[c] + static_cast<int64_t>(col[j + 1]) * kTokenTile : nullptr;
