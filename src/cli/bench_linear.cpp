@@ -184,7 +184,8 @@ int run_bench_linear(const BenchLinearOptions& o) {
         precision_name(o.precision), threads, isa_name(effective_isa()),
         o.precision == Precision::Bf16 ? "bf16 matmul" : "sgemm", dense_isa(), o.repeats);
     fmt::print(
-        "step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s{}, bytes / {:.0f} GB/s)\n",
+        "step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s{}, bytes / {:.0f} "
+        "GB/s)\n",
         peak_gflops, bf16_dot ? " (bf16 dot products: twice the fp32 FMA peak)" : "", o.bandwidth_gbs);
     fmt::print("{:>10} {:>7} {:>6} {:>6} | {:>8} {:>7} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>7}{}\n", "layer", "format",
                "sparse", "tokens", "dense ms", "GF/s", "fwd ms", "bwd ms", "step ms", "speedup", "GF/s", "floor%",
