@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "cli/speed_target.h"
 #include "sparsetrain/core/bf16.h"
@@ -22,6 +23,7 @@
 #include "sparsetrain/kernels/dense_gemm.h"
 #include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/kernels/dense_isa.h"
+#include "sparsetrain/kernels/peak_rate.h"
 #include "sparsetrain/ops/linear.h"
 
 namespace sparsetrain {
@@ -150,6 +152,30 @@ CaseResult time_case(LayerData& data, const FormatSpec& format, double sparsity,
 
 std::vector<std::string> default_formats() { return {"csr", "bcsr4", "bcsr8", "bcsr16", "2:4"}; }
 
+// The floor's rates, given or measured on the threads and instructions the kernels use.
+struct FloorRates {
+  double gflops = 0, gbs = 0;
+  std::string gflops_source, gbs_source;
+};
+
+FloorRates floor_rates(const BenchLinearOptions& o) {
+  FloorRates r;
+  if (o.peak_gflops > 0) {
+    // vdpbf16ps does two multiply-adds per float32 lane, so bf16 kernels that have it can run at
+    // twice a given fp32 FMA peak; a floor at the fp32 peak would sit above what they measure.
+    const bool bf16_dot = o.precision == Precision::Bf16 && effective_isa() == CpuIsa::Avx512Bf16;
+    r.gflops = bf16_dot ? 2.0 * o.peak_gflops : o.peak_gflops;
+    r.gflops_source = bf16_dot ? "given, doubled: bf16 dot products" : "given";
+  } else {
+    const PeakRate peak = measure_peak_gflops(o.precision);
+    r.gflops = peak.gflops;
+    r.gflops_source = "measured: " + peak.loop;
+  }
+  r.gbs = o.bandwidth_gbs > 0 ? o.bandwidth_gbs : measure_read_gbs();
+  r.gbs_source = o.bandwidth_gbs > 0 ? "given" : "measured";
+  return r;
+}
+
 }  // namespace
 
 int run_bench_linear(const BenchLinearOptions& o) {
@@ -173,10 +199,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
   const std::map<std::string, double> targets = parse_format_targets(o.targets, format_names);
 
   const int threads = num_threads();
-  // vdpbf16ps does two multiply-adds per float32 lane, so bf16 kernels that have it can run at
-  // twice the fp32 FMA peak; a floor at the fp32 peak would sit above what they measure.
-  const bool bf16_dot = o.precision == Precision::Bf16 && effective_isa() == CpuIsa::Avx512Bf16;
-  const double peak_gflops = bf16_dot ? 2.0 * o.peak_gflops : o.peak_gflops;
+  const FloorRates floor = floor_rates(o);
   if (!o.json) {
     fmt::print(
         "sparsetrain bench linear: {}, {} threads, kernels {}, dense baseline oneDNN {} ({}); median of {} "
@@ -184,9 +207,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
         precision_name(o.precision), threads, isa_name(effective_isa()),
         o.precision == Precision::Bf16 ? "bf16 matmul" : "sgemm", dense_isa(), o.repeats);
     fmt::print(
-        "step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s{}, bytes / {:.0f} "
-        "GB/s)\n",
-        peak_gflops, bf16_dot ? " (bf16 dot products: twice the fp32 FMA peak)" : "", o.bandwidth_gbs);
+        "step = forward + backward-data + backward-weights; floor = max(FLOPs / {:.0f} GFLOP/s ({}), bytes / {:.0f} "
+        "GB/s ({}))\n",
+        floor.gflops, floor.gflops_source, floor.gbs, floor.gbs_source);
     fmt::print("{:>10} {:>7} {:>6} {:>6} | {:>8} {:>7} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>7}{}\n", "layer", "format",
                "sparse", "tokens", "dense ms", "GF/s", "fwd ms", "bwd ms", "step ms", "speedup", "GF/s", "floor%",
                targets.empty() ? "" : " | target");
@@ -211,7 +234,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
               format.kind == FormatKind::NM ? value_bytes + 0.25 : value_bytes + 4.0 / (format.block * format.block);
           const double bytes = 3.0 * ((value_bytes + 4.0) / 2.0 * static_cast<double>(t * (shape.in + shape.out)) +
                                       static_cast<double>(r.nnz) * bytes_per_value);
-          const double floor_ms = std::max(flops / (peak_gflops * 1e6), bytes / (o.bandwidth_gbs * 1e6));
+          const double floor_ms = std::max(flops / (floor.gflops * 1e6), bytes / (floor.gbs * 1e6));
           const double speedup = dense.total() / r.sparse.total();
           std::optional<TargetVerdict> verdict;
           if (const auto target = targets.find(format.name()); target != targets.end())
@@ -238,7 +261,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                 {"speedup", speedup},
                                 {"speedup_vs_dense_best", dense.best / r.sparse.total()},
                                 {"useful_gflops", useful_gflops},
-                                {"floor_ms", floor_ms}};
+                                {"floor_ms", floor_ms},
+                                {"floor_gflops", floor.gflops},
+                                {"floor_gbs", floor.gbs}};
             if (verdict) verdict->add_to(j);
             fmt::print("{}\n", j.dump());
           } else {

@@ -15,11 +15,12 @@ struct BenchLinearOptions {
   std::vector<int64_t> tokens;       // empty = default grid
   std::vector<int64_t> in_features;  // with out_features: layer shapes, paired
   std::vector<int64_t> out_features;
-  int threads = 0;              // 0 = OpenMP default
-  int repeats = 7;              // timed runs per case (median reported), after one warm-up
-  bool json = false;            // one JSON object per line instead of the table
-  double peak_gflops = 427.0;   // for the floor: fp32 FMA peak of the cores used
-  double bandwidth_gbs = 79.0;  // for the floor: read bandwidth
+  int threads = 0;    // 0 = OpenMP default
+  int repeats = 7;    // timed runs per case (median reported), after one warm-up
+  bool json = false;  // one JSON object per line instead of the table
+  // The floor's rates; 0 = measured at the start (kernels/peak_rate.h).
+  double peak_gflops = 0;    // multiply-add peak of the threads used
+  double bandwidth_gbs = 0;  // memory read bandwidth
   uint64_t seed = 0;
   // bf16: the sparse kernels' bf16 entries against oneDNN's bf16 matmul (operands rounded to bf16,
   // float32 accumulation and outputs, both sides).

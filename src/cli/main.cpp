@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <new>
@@ -49,6 +50,14 @@ CLI::Validator at_least(double low, const char* name) {
 }
 const CLI::Validator kAtLeastOne = at_least(1, "POSITIVE");
 const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
+const CLI::Validator kAboveZero(
+    [](std::string& text) -> std::string {
+      double value = 0.0;
+      if (!CLI::detail::lexical_cast(text, value)) return fmt::format("expected a number, got '{}'", text);
+      return value > 0.0 && std::isfinite(value) ? std::string()
+                                                 : fmt::format("expected a finite number above 0, got {}", text);
+    },
+    "ABOVE_ZERO");
 const CLI::Validator kSpeedup(
     [](std::string& text) -> std::string {
       return sparsetrain::speedup_of(text) ? std::string()
@@ -261,9 +270,14 @@ int run_command(int argc, char** argv) {
   bench_linear->add_option(names("--repeats"), linear.repeats, "Timed runs per case, median reported")
       ->check(kAtLeastOne);
   bench_linear->add_option(names("--seed"), linear.seed, "Seed for data and masks");
-  bench_linear->add_option(names("--peak-gflops"), linear.peak_gflops, "FMA peak used for the floor column");
-  bench_linear->add_option(names("--bandwidth-gbs"), linear.bandwidth_gbs,
-                           "Memory bandwidth used for the floor column");
+  bench_linear
+      ->add_option(names("--peak-gflops"), linear.peak_gflops,
+                   "Multiply-add peak (GFLOP/s) for the floor column (default: measured)")
+      ->check(kAboveZero);
+  bench_linear
+      ->add_option(names("--bandwidth-gbs"), linear.bandwidth_gbs,
+                   "Memory read bandwidth (GB/s) for the floor column (default: measured)")
+      ->check(kAboveZero);
   bench_linear->add_flag(names("--json"), linear.json, "One JSON object per line");
   bench_linear->add_option(names("--target"), linear.targets,
                            "FORMAT=SPEEDUP: judge each case of that format against the speedup (e.g. csr=4 2:4=1.3)");

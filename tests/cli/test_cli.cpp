@@ -88,9 +88,10 @@ TEST(CliBenchLinear, JsonPrintsOneObjectPerCaseWithTheDocumentedKeys) {
 
 // --precision bf16 runs the bf16 kernels against oneDNN's bf16 product, and says so.
 TEST(CliBenchLinear, Bf16RunsTheBf16KernelsAndNamesThePrecision) {
-  const CliResult r = run_cli({"--verbose-dispatch", "bench", "linear", "--in", "40", "--out", "24", "--tokens", "70",
-                               "--repeats", "1", "--format", "csr", "--sparsity", "0.9", "--precision", "bf16", "--json"},
-                              kOneThread);
+  const CliResult r =
+      run_cli({"--verbose-dispatch", "bench", "linear", "--in", "40", "--out", "24", "--tokens", "70", "--repeats", "1",
+               "--format", "csr", "--sparsity", "0.9", "--precision", "bf16", "--json"},
+              kOneThread);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(lines_of(r.out).at(0));
   EXPECT_EQ(j["precision"], "bf16");
@@ -121,6 +122,33 @@ TEST(CliBenchLinear, FloorTakesTwiceThePeakForBf16DotProducts) {
       const double floor_ms = 6.0 * nnz * j["tokens"].get<double>() / (peak * 1e6);
       EXPECT_NEAR(j["floor_ms"].get<double>(), floor_ms, 1e-9 * floor_ms);
     }
+}
+
+// Without --peak-gflops and --bandwidth-gbs the floor's rates are measured (kernels/peak_rate.h),
+// named in the header and given in the JSON; given ones are used as they are (fp32).
+TEST(CliBenchLinear, FloorRatesAreMeasuredUnlessGiven) {
+  const CliResult measured = run_cli(bench_linear({"--format", "csr", "--sparsity", "0.9", "--json"}), kOneThread);
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  const nlohmann::json j = nlohmann::json::parse(lines_of(measured.out).at(0));
+  const double gflops = j["floor_gflops"].get<double>(), gbs = j["floor_gbs"].get<double>();
+  EXPECT_GT(gflops, 0.0);
+  EXPECT_GT(gbs, 0.0);
+  const double weights = j["in"].get<double>() * j["out"].get<double>();
+  const double nnz = std::round((1.0 - j["sparsity"].get<double>()) * weights);
+  EXPECT_GE(j["floor_ms"].get<double>(), 6.0 * nnz * j["tokens"].get<double>() / (gflops * 1e6) * (1.0 - 1e-12));
+
+  const CliResult table = run_cli(bench_linear({"--format", "csr", "--sparsity", "0.9"}), kOneThread);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "GFLOP/s (measured: multiply_add_chains_")) << table.out;
+  EXPECT_TRUE(contains(table.out, "GB/s (measured))")) << table.out;
+
+  const CliResult given = run_cli(
+      bench_linear({"--format", "csr", "--sparsity", "0.9", "--peak-gflops", "123", "--bandwidth-gbs", "45", "--json"}),
+      kOneThread);
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  const nlohmann::json g = nlohmann::json::parse(lines_of(given.out).at(0));
+  EXPECT_EQ(g["floor_gflops"].get<double>(), 123.0);
+  EXPECT_EQ(g["floor_gbs"].get<double>(), 45.0);
 }
 
 TEST(CliPrecision, UnknownPrecisionIsACommandLineError) {
@@ -888,6 +916,9 @@ TEST(CliErrors, InvalidCommandLinesExitTwo) {
       {{"bench"}, "subcommand"},
       {bench_linear({"--tokens", "many"}), "many"},
       {bench_linear({"--repeats", "0"}), "--repeats: expected at least 1, got 0"},
+      {bench_linear({"--peak-gflops", "0"}), "--peak-gflops: expected a finite number above 0, got 0"},
+      {bench_linear({"--bandwidth-gbs", "-3"}), "--bandwidth-gbs: expected a finite number above 0, got -3"},
+      {bench_linear({"--peak-gflops", "inf"}), "--peak-gflops: expected a finite number above 0, got inf"},
       {{"train", "--params", "cfg.yaml", "--threads", "0"}, "--threads: expected at least 1, got 0"},
       {{"generate", "--temperature", "-0.5"}, "--temperature: expected at least 0, got -0.5"},
       {{"generate", "--top_k", "few"}, "--top_k: expected a number, got 'few'"},
