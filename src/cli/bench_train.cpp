@@ -11,6 +11,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "cli/memory_check.h"
@@ -23,6 +24,7 @@
 #include "sparsetrain/kernels/dense_gemm.h"
 #include "sparsetrain/kernels/dense_gemm_bf16.h"
 #include "sparsetrain/kernels/dense_isa.h"
+#include "sparsetrain/kernels/peak_rate.h"
 #include "sparsetrain/train/distributed.h"
 #include "sparsetrain/train/step.h"
 
@@ -197,6 +199,8 @@ json measure_case(const BenchTrainOptions& o, const std::string& which) {
                    {"n", p.rows()},
                    {"k", p.cols()},
                    {"gflops", gemm_gflops(last.tokens, p.rows(), p.cols(), precision)}};
+    const PeakRate peak = measure_peak_gflops(precision);
+    out["peak"] = {{"gflops", peak.gflops}, {"loop", peak.loop}};
   }
   return out;
 }
@@ -325,6 +329,9 @@ int run_bench_train(const BenchTrainOptions& o) {
   for (const json& j : dense) gemm_rates.push_back(j["gemm"]["gflops"].get<double>());
   // Every rank runs its own GEMMs at once: the job's rate is the ranks' together.
   const double gemm_rate = median(gemm_rates) * world().size();
+  std::vector<double> peak_rates;
+  for (const json& j : dense) peak_rates.push_back(j["peak"]["gflops"].get<double>());
+  const double peak_rate = median(peak_rates) * world().size();
   // Each round's dense and sparse processes ran back to back, so their ratio shows how far the
   // machine's speed drifted between rounds.
   std::vector<double> round_speedups;
@@ -359,6 +366,9 @@ int run_bench_train(const BenchTrainOptions& o) {
                  {"gemm_gflops", gemm_rate},
                  {"gemm_shape", {d["gemm"]["m"], d["gemm"]["n"], d["gemm"]["k"]}},
                  {"dense_fraction_of_gemm", dense_model_gflops / gemm_rate},
+                 {"peak_gflops", peak_rate},
+                 {"peak_loop", d["peak"]["loop"]},
+                 {"dense_fraction_of_peak", dense_model_gflops / peak_rate},
                  {"dense_peak_mb", median_of(dense, "peak_mb")},
                  {"sparse_peak_mb", median_of(sparse, "peak_mb")},
                  {"sparse_layer_count", names.size()},
@@ -414,9 +424,11 @@ int run_bench_train(const BenchTrainOptions& o) {
     fmt::print("target: {}; the sparse step takes {:.1f} ms, the target {:.1f} ms or less\n", verdict->describe(),
                sparse_ms, dense_ms / verdict->target);
   fmt::print(
-      "dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{}{})\n",
+      "dense step: {:.0f} model GFLOP/s = {:.2f} of oneDNN's GEMM rate in this run ({:.0f} GFLOP/s on {}x{}x{}{}) "
+      "and {:.2f} of the multiply-add peak ({:.0f} GFLOP/s, {})\n",
       dense_model_gflops, dense_model_gflops / gemm_rate, gemm_rate, d["gemm"]["m"].get<int64_t>(),
-      d["gemm"]["n"].get<int64_t>(), d["gemm"]["k"].get<int64_t>(), world().size() > 1 ? ", every rank at once" : "");
+      d["gemm"]["n"].get<int64_t>(), d["gemm"]["k"].get<int64_t>(), world().size() > 1 ? ", every rank at once" : "",
+      dense_model_gflops / peak_rate, peak_rate, d["peak"]["loop"].get<std::string>());
   fmt::print(
       "sparse layers ({} tensors): weights + gradients + optimizer state {:.1f} MB sparse vs {:.1f} MB dense "
       "({:.3f}x; sparse: {:.1f} weights incl. structure, {:.1f} gradients, {:.1f} optimizer state)\n",

@@ -532,8 +532,13 @@ TEST(CliBenchTrain, JsonComparesDenseAndSparseProcesses) {
   EXPECT_GE(j["speedup"].get<double>(), std::min(first, second) * (1 - 1e-12));
   EXPECT_LE(j["speedup"].get<double>(), std::max(first, second) * (1 + 1e-12));
   for (const char* key : {"dense_tokens_per_s", "sparse_tokens_per_s", "speedup", "dense_peak_mb", "sparse_peak_mb",
-                          "flop_limit_speedup", "gemm_gflops", "dense_fraction_of_gemm", "sparse_layers_memory_ratio"})
+                          "flop_limit_speedup", "gemm_gflops", "dense_fraction_of_gemm", "sparse_layers_memory_ratio",
+                          "peak_gflops", "peak_loop", "dense_fraction_of_peak"})
     ASSERT_TRUE(j.contains(key)) << "missing " << key;
+  // The peak is measured on the kernels' instructions (kernels/peak_rate.h), fp32 here.
+  EXPECT_EQ(j["peak_loop"], "multiply_add_chains_" + std::string(isa_name(std::min(effective_isa(), CpuIsa::Avx512))));
+  EXPECT_NEAR(j["dense_fraction_of_peak"].get<double>(),
+              j["dense_model_gflops"].get<double>() / j["peak_gflops"].get<double>(), 1e-9);
   EXPECT_EQ(j["predictions_per_step"], 4 * 16);
   EXPECT_EQ(j["threads"], 1);
   EXPECT_EQ(j["isa"], std::string(isa_name(effective_isa())));

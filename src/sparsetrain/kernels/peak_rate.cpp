@@ -1,5 +1,7 @@
 #include "sparsetrain/kernels/peak_rate.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -65,6 +67,10 @@ PeakRate measure_peak_gflops(Precision precision) {
 }
 
 double measure_read_gbs(int64_t bytes) {
+  if (bytes == 0) {
+    const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+    bytes = memory > 0 ? std::min(int64_t{512} << 20, memory / 8) : int64_t{512} << 20;
+  }
   const int64_t words = bytes / static_cast<int64_t>(sizeof(uint64_t));
   if (words < 1) fail("measure_read_gbs: {} bytes is less than one 8-byte word", bytes);
   AlignedBuffer<uint64_t> buffer(static_cast<std::size_t>(words));

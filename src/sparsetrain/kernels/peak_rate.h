@@ -41,8 +41,8 @@ struct PeakRate {
 PeakRate measure_peak_gflops(Precision precision);
 
 // GB/s at which num_threads() threads read `bytes` of memory, each its own contiguous part: the
-// best of five passes over a buffer written once beforehand. The default 512 MiB is far beyond
-// any last-level cache of the hosts measured (32 MB).
-double measure_read_gbs(int64_t bytes = int64_t{512} << 20);
+// best of five passes over a buffer written once beforehand. 0 = 512 MiB, far beyond any
+// last-level cache of the hosts measured (32 MB), or an eighth of the physical memory if less.
+double measure_read_gbs(int64_t bytes = 0);
 
 }  // namespace sparsetrain
