@@ -75,7 +75,7 @@ double measure_read_gbs(int64_t bytes) {
   if (words < 1) fail("measure_read_gbs: {} bytes is less than one 8-byte word", bytes);
   AlignedBuffer<uint64_t> buffer(static_cast<std::size_t>(words));
   parallel_ranges(words, 1 << 16, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) buffer[static_cast<std::size_t>(i)] = static_cast<uint64_t>(i);
+    for (int64_t i = begin; i < end; ++i) buffer[static_cast<std::size_t>(i)] = static_cast<uint64_t>(i) + 1;
   });
   const int nth = num_threads();
   std::vector<uint64_t> seen(static_cast<std::size_t>(nth), 0);
@@ -91,7 +91,7 @@ double measure_read_gbs(int64_t bytes) {
     });
     best = std::max(best, static_cast<double>(words * 8) / seconds_since(start));
   }
-  // The buffer holds 0 .. words - 1, so some thread saw a nonzero word; checking it keeps the reads.
+  // The buffer holds 1 .. words, so every thread with a part saw a nonzero word; checking keeps the reads.
   if (std::none_of(seen.begin(), seen.end(), [](uint64_t v) { return v != 0; }))
     fail("measure_read_gbs: read back nothing of a buffer written with nonzero words");
   return best * 1e-9;

@@ -12,7 +12,7 @@ namespace sparsetrain {
 
 // One thread's register-only chains: `iterations` rounds of independent multiply-adds on whole
 // vectors, no memory touched. Writes the sum of every lane of every chain to *sum (so the work
-// cannot be dropped; it depends only on `iterations` and `seed`, see peak_rate.cpp) and returns
+// cannot be dropped; it depends only on `iterations` and `seed`, see simd/peak.h) and returns
 // the FLOPs done, a multiply-add counting 2.
 using MultiplyAddChainsFn = int64_t(int64_t iterations, float seed, float* sum);
 
