@@ -325,13 +325,9 @@ int run_bench_train(const BenchTrainOptions& o) {
   const double dense_rate = tokens / dense_ms * 1e3, sparse_rate = tokens / sparse_ms * 1e3;
   const double flops_dense = d["flops_dense"].get<double>(), flops_sparse = s["flops_actual"].get<double>();
   const double dense_model_gflops = flops_dense / dense_ms / 1e6;
-  std::vector<double> gemm_rates;
-  for (const json& j : dense) gemm_rates.push_back(j["gemm"]["gflops"].get<double>());
-  // Every rank runs its own GEMMs at once: the job's rate is the ranks' together.
-  const double gemm_rate = median(gemm_rates) * world().size();
-  std::vector<double> peak_rates;
-  for (const json& j : dense) peak_rates.push_back(j["peak"]["gflops"].get<double>());
-  const double peak_rate = median(peak_rates) * world().size();
+  // Every rank runs its own GEMMs and peak loop at once: the job's rates are the ranks' together.
+  const double gemm_rate = median_of_nested(dense, "gemm", "gflops") * world().size();
+  const double peak_rate = median_of_nested(dense, "peak", "gflops") * world().size();
   // Each round's dense and sparse processes ran back to back, so their ratio shows how far the
   // machine's speed drifted between rounds.
   std::vector<double> round_speedups;

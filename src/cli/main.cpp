@@ -38,26 +38,24 @@
 namespace {
 
 // CLI11's PositiveNumber and NonNegativeNumber quote the whole range of double when they refuse
-// a value; this says what was expected and what came.
-CLI::Validator at_least(double low, const char* name) {
+// a value; these say what was expected and what came.
+template <typename Accept>
+CLI::Validator number_check(Accept accept, std::string expected, const char* name) {
   return CLI::Validator(
-      [low](std::string& text) -> std::string {
+      [accept, expected](std::string& text) -> std::string {
         double value = 0.0;
         if (!CLI::detail::lexical_cast(text, value)) return fmt::format("expected a number, got '{}'", text);
-        return value >= low ? std::string() : fmt::format("expected at least {}, got {}", low, text);
+        return accept(value) ? std::string() : fmt::format("expected {}, got {}", expected, text);
       },
       name);
 }
+CLI::Validator at_least(double low, const char* name) {
+  return number_check([low](double value) { return value >= low; }, fmt::format("at least {}", low), name);
+}
 const CLI::Validator kAtLeastOne = at_least(1, "POSITIVE");
 const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
-const CLI::Validator kAboveZero(
-    [](std::string& text) -> std::string {
-      double value = 0.0;
-      if (!CLI::detail::lexical_cast(text, value)) return fmt::format("expected a number, got '{}'", text);
-      return value > 0.0 && std::isfinite(value) ? std::string()
-                                                 : fmt::format("expected a finite number above 0, got {}", text);
-    },
-    "ABOVE_ZERO");
+const CLI::Validator kAboveZero = number_check([](double value) { return value > 0.0 && std::isfinite(value); },
+                                               "a finite number above 0", "ABOVE_ZERO");
 const CLI::Validator kSpeedup(
     [](std::string& text) -> std::string {
       return sparsetrain::speedup_of(text) ? std::string()
