@@ -61,8 +61,8 @@ void NmMatrix::scan_mask(const Mask& mask) {
     const int64_t r = bad / groups_, g = bad % groups_;
     const int64_t kept =
         std::count_if(mask.row(r) + g * m_, mask.row(r) + (g + 1) * m_, [](uint8_t v) { return v != 0; });
-    fail("{}:{}: row {}, group {} (cols {}..{}) keeps {} weights, expected exactly {}", n_, m_, r, g, g * m_,
-         g * m_ + m_ - 1, kept, n_);
+    fail("{}:{}: row {}, group {} (cols {}..{}) keeps {} of its {} weights, expected exactly {}", n_, m_, r, g, g * m_,
+         g * m_ + m_ - 1, kept, m_, n_);
   }
 }
 

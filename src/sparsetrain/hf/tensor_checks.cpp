@@ -21,7 +21,7 @@ void hf_take_tensor(const StateTensor& t, const StateTensor*& slot, const std::s
          config_file, dims, hf_shape_text(shape), config_values);
   const auto bad = std::ranges::find_if(t.values, [](float v) { return !std::isfinite(v); });
   if (bad != t.values.end())
-    fail("{}: tensor '{}' holds the non-finite value {} (value {})", file, t.name, *bad, bad - t.values.begin());
+    fail("{}: tensor '{}' holds the non-finite value {} (element {})", file, t.name, *bad, bad - t.values.begin());
   slot = &t;
 }
 

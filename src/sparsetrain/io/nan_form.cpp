@@ -17,11 +17,26 @@ bool is_mask_name(const std::string& name) {
   return name.size() > 5 && name.compare(name.size() - 5, 5, kMaskSuffix) == 0;
 }
 
+bool holds_nan(const StateTensor& t) {
+  return std::any_of(t.values.begin(), t.values.end(), [](float v) { return std::isnan(v); });
+}
+
+// A state with masks is in the mask form, where NaN is a value gone wrong: converting it either
+// way would make those values pruned weights.
+void refuse_nan_beside_masks(const StateDict& state, const StateTensor& t) {
+  const StateTensor* some_mask = first_mask(state);
+  if (some_mask == nullptr || !holds_nan(t)) return;
+  const StateTensor* own = mask_of(state, t);
+  fail("NaN form: tensor '{}' has NaN values and the state has masks ('{}'); expected one form or the other", t.name,
+       own != nullptr ? own->name : some_mask->name);
+}
+
 }  // namespace
 
 StateDict to_nan_form(const StateDict& state) {
   StateDict out;
   for (const StateTensor& t : state.tensors) {
+    refuse_nan_beside_masks(state, t);
     if (t.is_mask) {
       if (!is_mask_name(t.name)) fail("NaN form: mask '{}' is not named <tensor>{}", t.name, kMaskSuffix);
       const std::string owner = t.name.substr(0, t.name.size() - 5);
@@ -40,23 +55,13 @@ StateDict to_nan_form(const StateDict& state) {
 }
 
 StateDict from_nan_form(const StateDict& state) {
-  const StateTensor* some_mask = first_mask(state);
   StateDict out;
   for (const StateTensor& t : state.tensors) {
-    if (t.is_mask) {
+    if (t.is_mask || !holds_nan(t)) {
       out.add(t);
       continue;
     }
-    const bool has_nan = std::any_of(t.values.begin(), t.values.end(), [](float v) { return std::isnan(v); });
-    if (!has_nan) {
-      out.add(t);
-      continue;
-    }
-    if (some_mask != nullptr) {
-      const StateTensor* own = mask_of(state, t);
-      fail("NaN form: tensor '{}' has NaN values and the state has masks ('{}'); expected one form or the other",
-           t.name, own != nullptr ? own->name : some_mask->name);
-    }
+    refuse_nan_beside_masks(state, t);
     StateTensor values = t;
     StateTensor mask{t.name + kMaskSuffix, t.shape, true, {}, std::vector<uint8_t>(t.values.size())};
     for (std::size_t i = 0; i < values.values.size(); ++i) {

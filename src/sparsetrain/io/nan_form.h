@@ -7,7 +7,8 @@
 namespace sparsetrain {
 
 // Every `<name>` that has a `<name>_mask` gets NaN at pruned positions; the masks are dropped.
-// A mask whose tensor is missing or differently shaped is an Error naming it.
+// A mask whose tensor is missing or differently shaped, and NaN already in a tensor of a state
+// with masks (it would read as pruned), are Errors naming them.
 StateDict to_nan_form(const StateDict& state);
 
 // Every float tensor holding a NaN becomes sparse: NaN -> 0 and a `<name>_mask` (1 where the

@@ -230,9 +230,14 @@ SafetensorsFile read_safetensors_bytes(std::span<const uint8_t> bytes, const std
          buffer_size - covered == 1 ? "" : "s", data_start + covered);
 
   std::erase_if(entries, [&](const Entry& e) { return left_out.contains(e.name); });
-  for (const Entry& e : entries)
-    if (e.dtype != "F32" && e.dtype != "BOOL")
-      fail("{}: tensor '{}' has dtype {}; sparsetrain reads F32 values and BOOL masks only", name, e.name, e.dtype);
+  for (const Entry& e : entries) {
+    if (e.dtype == "F32" || e.dtype == "BOOL") continue;
+    const bool other_float = e.dtype == "F16" || e.dtype == "BF16" || e.dtype == "F64";
+    fail("{}: tensor '{}' has dtype {}; sparsetrain reads F32 values and BOOL masks only{}", name, e.name, e.dtype,
+         other_float ? " (a Hugging Face model in another float type: save it as float32 first, with "
+                       "model.float().save_pretrained(DIR))"
+                     : "");
+  }
   result.tensors.tensors.reserve(entries.size());
   for (const Entry& e : entries) {
     const uint8_t* data = bytes.data() + data_start + e.begin;

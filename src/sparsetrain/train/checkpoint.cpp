@@ -182,11 +182,11 @@ SafetensorsFile read_model_file(const std::string& path) {
     const auto at = bad - t.values.begin();
     if (std::isnan(*bad) && !masks)
       fail(
-          "{}: tensor '{}' holds NaN (value {}) and the file has no masks: Cerebras' NaN form, where NaN marks a "
+          "{}: tensor '{}' holds NaN (element {}) and the file has no masks: Cerebras' NaN form, where NaN marks a "
           "pruned weight. Convert it first: sparsetrain inspect {} --import-nan CONVERTED.safetensors",
           path, t.name, at, path);
     fail(
-        "{}: tensor '{}' holds the non-finite value {} (value {}): the weights went wrong (a diverged run?); start "
+        "{}: tensor '{}' holds the non-finite value {} (element {}): the weights went wrong (a diverged run?); start "
         "from an earlier checkpoint",
         path, t.name, *bad, at);
   }

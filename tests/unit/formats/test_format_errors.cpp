@@ -33,11 +33,11 @@ TEST(FormatErrors, NmRejectsAGroupWithTheWrongCountNamingRowAndGroup) {
   Mask too_many = good;
   for (int c = 4; c < 8; ++c) too_many.set(2, c, true);
   expect_error([&] { SparseWeight::from_dense(FormatSpec::nm(2, 4), random_dense(3, 8, 1), too_many); },
-               {"2:4", "row 2, group 1", "cols 4..7", "keeps 4 weights, expected exactly 2"});
+               {"2:4", "row 2, group 1", "cols 4..7", "keeps 4 of its 4 weights, expected exactly 2"});
   Mask too_few = good;
   for (int c = 0; c < 4; ++c) too_few.set(1, c, false);
   auto w = SparseWeight::create(FormatSpec::nm(2, 4), 3, 8);
-  expect_error([&] { w->update_mask(too_few); }, {"row 1, group 0", "keeps 0 weights"});
+  expect_error([&] { w->update_mask(too_few); }, {"row 1, group 0", "keeps 0 of its 4 weights, expected exactly 2"});
 }
 
 TEST(FormatErrors, NmNeedsInputsAMultipleOfM) {

@@ -263,7 +263,7 @@ TEST(HfBert, RefusesWhatItCannotLoadNamingTheTensorOrField) {
             file + ": tensor 'bert.encoder.layer.0.intermediate.dense.weight' has shape [8, 12], but " + config +
                 " makes it [intermediate_size, hidden_size] = [12, 8] " + dims + ")");
   EXPECT_EQ(refused([](StateDict& t, json&) { t.find("bert.pooler.dense.bias")->values[3] = std::nanf(""); }),
-            file + ": tensor 'bert.pooler.dense.bias' holds the non-finite value nan (value 3)");
+            file + ": tensor 'bert.pooler.dense.bias' holds the non-finite value nan (element 3)");
   EXPECT_EQ(refused([](StateDict& t, json&) {
               StateTensor gamma = *t.find("bert.embeddings.LayerNorm.weight");
               gamma.name = "bert.embeddings.LayerNorm.gamma";

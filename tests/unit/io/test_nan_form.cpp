@@ -72,6 +72,13 @@ TEST(NanForm, MixedOrDanglingFormsAreErrorsNamingTheTensor) {
   EXPECT_EQ(error_of([&] { from_nan_form(diverged); }),
             "NaN form: tensor 'fc.bias' has NaN values and the state has masks ('fc.weight_mask'); expected one form "
             "or the other");
+  // Exporting such a state would make the NaN a pruned weight.
+  EXPECT_EQ(error_of([&] { to_nan_form(mixed); }),
+            "NaN form: tensor 'fc.weight' has NaN values and the state has masks ('fc.weight_mask'); expected one "
+            "form or the other");
+  EXPECT_EQ(error_of([&] { to_nan_form(diverged); }),
+            "NaN form: tensor 'fc.bias' has NaN values and the state has masks ('fc.weight_mask'); expected one form "
+            "or the other");
   StateDict dangling;
   dangling.add({"gone.weight_mask", {1}, true, {}, {1}});
   EXPECT_EQ(error_of([&] { to_nan_form(dangling); }),

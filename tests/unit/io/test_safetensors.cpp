@@ -214,9 +214,13 @@ TEST(SafetensorsRead, SizesEveryStandardDtype) {
     if (dtype == "F32" || dtype == "BOOL") {
       EXPECT_EQ(error, "no error");
     } else {
+      const bool other_float = dtype == "F16" || dtype == "BF16" || dtype == "F64";
       EXPECT_EQ(error, fmt::format("t.safetensors: tensor 'x' has dtype {}; sparsetrain reads F32 values and BOOL "
-                                   "masks only",
-                                   dtype));
+                                   "masks only{}",
+                                   dtype,
+                                   other_float ? " (a Hugging Face model in another float type: save it as float32 "
+                                                 "first, with model.float().save_pretrained(DIR))"
+                                               : ""));
     }
     // One element short: the size check knows the element size.
     const std::vector<uint8_t> short_data(2 * size, 0);

@@ -659,7 +659,7 @@ TEST_F(TrainerTest, NanFormWeightsAreRefusedNamingTheConversion) {
   const SafetensorsFile file = read_safetensors(checkpoint_model_path(dir.string(), 4));
   const std::string nan = (root_ / "nan.safetensors").string();
   write_safetensors(nan, to_nan_form(file.tensors), file.metadata);
-  const std::string conversion = ": tensor 'transformer.h.0.attn.c_attn.weight' holds NaN (value ";
+  const std::string conversion = ": tensor 'transformer.h.0.attn.c_attn.weight' holds NaN (element ";
   const std::string command =
       "and the file has no masks: Cerebras' NaN form, where NaN marks a pruned weight. "
       "Convert it first: sparsetrain inspect " +
@@ -691,7 +691,7 @@ TEST_F(TrainerTest, NanFormWeightsAreRefusedNamingTheConversion) {
   sparsetrain::Setup s = make_setup(std::move(c), 3, false);
   EXPECT_EQ(error_of([&] { load_model_weights(bad, *s.model); }),
             bad +
-                ": tensor 'transformer.h.1.mlp.c_fc.weight' holds the non-finite value nan (value 3): the weights "
+                ": tensor 'transformer.h.1.mlp.c_fc.weight' holds the non-finite value nan (element 3): the weights "
                 "went wrong (a diverged run?); start from an earlier checkpoint");
 }
 
