@@ -133,9 +133,7 @@ struct CaseResult {
   int64_t nnz;
 };
 
-CaseResult time_case(LayerData& data, const FormatSpec& format, double sparsity, Precision precision, int repeats,
-                     uint64_t seed) {
-  Mask mask = random_mask(format, data.w.rows(), data.w.cols(), sparsity, Philox(seed, "bench.mask"));
+CaseResult time_case(LayerData& data, const FormatSpec& format, const Mask& mask, Precision precision, int repeats) {
   auto w = SparseWeight::from_dense(format, data.w, mask);
   AlignedBuffer<float> dvalues(w->values().size());
   LinearWorkspace ws;
@@ -222,7 +220,16 @@ int run_bench_linear(const BenchLinearOptions& o) {
         std::vector<double> levels = sparsities;
         if (format.kind == FormatKind::NM) levels = {format.implied_sparsity()};
         for (double s : levels) {
-          const CaseResult r = time_case(data, format, s, o.precision, o.repeats, o.seed);
+          const Mask mask = random_mask(format, shape.out, shape.in, s, Philox(o.seed, "bench.mask"));
+          // A layer that keeps nothing would time an empty product (a config at such a level is refused).
+          if (mask.nnz() == 0) {
+            fmt::print(stderr,
+                       "sparsetrain: note: bench linear: {} at sparsity {} keeps no weight of the {}>{} layer; "
+                       "not timed\n",
+                       format.name(), s, shape.in, shape.out);
+            continue;
+          }
+          const CaseResult r = time_case(data, format, mask, o.precision, o.repeats);
           const StepTimes& dense = r.dense;
           const double dense_gflops = dense_flops / dense.total() / 1e6;
           const double flops = 3.0 * 2.0 * static_cast<double>(r.nnz) * static_cast<double>(t);

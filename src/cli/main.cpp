@@ -5,10 +5,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 #include <new>
 #include <optional>
 #include <sstream>
@@ -52,8 +54,28 @@ CLI::Validator number_check(Accept accept, std::string expected, const char* nam
 CLI::Validator at_least(double low, const char* name) {
   return number_check([low](double value) { return value >= low; }, fmt::format("at least {}", low), name);
 }
-const CLI::Validator kAtLeastOne = at_least(1, "POSITIVE");
 const CLI::Validator kNonNegative = at_least(0, "NONNEGATIVE");
+const CLI::Validator kNumber = number_check([](double) { return true; }, "", "NUMBER");
+// Counts, sizes and seeds of type T: digits only and within T, so that CLI11's conversion cannot
+// refuse the value in its own words ("Could not convert") nor wrap a negative seed round to 2^64 - 1.
+template <typename T>
+CLI::Validator whole_number(uint64_t low, const char* name) {
+  const uint64_t high = std::numeric_limits<T>::max();
+  return CLI::Validator(
+      [low, high](std::string& text) -> std::string {
+        uint64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < low || value > high)
+          return fmt::format("expected a whole number from {} to {}, got '{}'", low, high, text);
+        return std::string();
+      },
+      name);
+}
+const CLI::Validator kPositive = whole_number<int64_t>(1, "POSITIVE");
+const CLI::Validator kPositiveInt = whole_number<int>(1, "POSITIVE");
+const CLI::Validator kCount = whole_number<int64_t>(0, "COUNT");
+const CLI::Validator kCountInt = whole_number<int>(0, "COUNT");
+const CLI::Validator kSeed = whole_number<uint64_t>(0, "SEED");
 const CLI::Validator kAboveZero = number_check([](double value) { return value > 0.0 && std::isfinite(value); },
                                                "a finite number above 0", "ABOVE_ZERO");
 const CLI::Validator kSpeedup(
@@ -95,13 +117,21 @@ const CLI::App* deepest_command(const CLI::App* app) {
 // What CLI11 reports, or, where it met an argument it does not know, that argument with the
 // closest option (or subcommand) of the command it was given to: CLI11 reports a misspelt
 // option as a missing required one when the option was required (`--param` for `--params`).
-std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
+// One of the options that go before every command (`globals`), given after one, says so.
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e,
+                                const std::vector<const CLI::Option*>& globals) {
   const CLI::App* command = deepest_command(&app);
   const std::string where = command == &app ? "" : fmt::format(" for '{}'", command->get_name());
   for (const std::string& arg : app.remaining(true)) {
     std::vector<std::string> candidates;
     if (arg.starts_with("-")) {
       const std::string name = arg.substr(0, arg.find('='));
+      for (const CLI::Option* global : globals)
+        if (command != &app && global->check_lname(name.substr(2)))
+          return fmt::format("'{}' goes before the command: sparsetrain {} ... {} ...", name, name,
+                             command->get_parent() == &app
+                                 ? command->get_name()
+                                 : command->get_parent()->get_name() + " " + command->get_name());
       for (const CLI::Option* option : command->get_options())
         for (const std::string& long_name : option->get_lnames()) candidates.push_back("--" + long_name);
       return fmt::format("unknown option '{}'{}{}", name, where, sparsetrain::config::did_you_mean(name, candidates));
@@ -157,7 +187,9 @@ int run_command(int argc, char** argv) {
   app.require_subcommand(0, 1);
   // Printed after the environment is checked, so a bad SPARSETRAIN_MAX_ISA is an error here too.
   bool version = false;
-  app.add_flag("--version", version, "Print the version, build flags, CPU and the ISAs that would run, and exit");
+  std::vector<const CLI::Option*> globals;  // the options that go before every command
+  globals.push_back(
+      app.add_flag("--version", version, "Print the version, build flags, CPU and the ISAs that would run, and exit"));
   // Training options, both at the top level (the Model Zoo form: sparsetrain --mode train --params
   // cfg.yaml --model_dir DIR) and under the train, eval and train_and_eval subcommands.
   auto add_train_options = [](CLI::App* a, TrainCommandOptions& t, bool top_level) {
@@ -167,9 +199,9 @@ int run_command(int argc, char** argv) {
     a->add_option(names("-p,--params"), t.params, "The YAML config (default: the model directory's params.yaml)");
     a->add_option(names("-o,--model_dir"), t.model_dir,
                   "Checkpoints, metrics and the config go here (default model_dir)");
-    a->add_option(names("--max_steps"), t.max_steps, "Train up to this step (overrides runconfig)")->check(kAtLeastOne);
+    a->add_option(names("--max_steps"), t.max_steps, "Train up to this step (overrides runconfig)")->check(kPositive);
     a->add_option(names("--eval_batches"), t.eval_batches, "Batches per evaluation (overrides eval_input)")
-        ->check(kAtLeastOne);
+        ->check(kPositive);
     a->add_option(names("--checkpoint_path"), t.checkpoint_path, "Start from / evaluate this checkpoint's model file");
     a->add_option(names("--load_checkpoint_states"), t.load_checkpoint_states,
                   "all (default): resume the checkpoint's run; model: only its weights, a new run from step 0")
@@ -177,15 +209,19 @@ int run_command(int argc, char** argv) {
     a->add_option(names("--init_from"), t.init_from,
                   "hf:DIR: start from a Hugging Face GPT-2 or BERT directory's weights (overrides model.init_from)")
         ->check(kHfDir);
-    a->add_option(names("--seed"), t.seed, "Seed (overrides runconfig.seed)");
-    a->add_option(names("--threads"), t.threads, "Threads (overrides runconfig.num_threads)")->check(kAtLeastOne);
+    a->add_option(names("--seed"), t.seed, "Seed (overrides runconfig.seed)")->check(kSeed);
+    a->add_option(names("--threads"), t.threads, "Threads (overrides runconfig.num_threads)")->check(kPositiveInt);
     a->add_option(names("--precision"), t.precision,
                   "fp32, or bf16 mixed precision (overrides model.mixed_precision and model.fp16_type)")
         ->check(CLI::IsMember({"fp32", "bf16"}));
     a->add_flag(names("--no-progress"), t.no_progress, "No progress bar, even on a terminal");
   };
   TrainCommandOptions top;
+  const std::size_t options_before = app.get_options().size();
   add_train_options(&app, top, true);
+  const std::vector<CLI::Option*> all_options = app.get_options();
+  const std::vector<CLI::Option*> top_train_options(all_options.begin() + static_cast<std::ptrdiff_t>(options_before),
+                                                    all_options.end());
   TrainCommandOptions by_subcommand;
   std::vector<CLI::App*> train_commands;
   for (const char* mode : {"train", "eval", "train_and_eval"}) {
@@ -203,14 +239,14 @@ int run_command(int argc, char** argv) {
   generate_command->add_option(names("--checkpoint_path"), generate.checkpoint_path,
                                "A model file (default: the newest)");
   generate_command->add_option(names("--prompt"), generate.prompt, "Text to continue");
-  generate_command->add_option(names("--tokens"), generate.tokens, "Tokens to generate")->check(kAtLeastOne);
+  generate_command->add_option(names("--tokens"), generate.tokens, "Tokens to generate")->check(kPositive);
   generate_command->add_option(names("--temperature"), generate.sampling.temperature, "0 is greedy")
       ->check(kNonNegative);
   generate_command->add_option(names("--top_k"), generate.sampling.top_k, "Sample from the k likeliest tokens (0: all)")
-      ->check(kNonNegative);
-  generate_command->add_option(names("--seed"), generate.sampling.seed, "Sampling seed");
+      ->check(kCount);
+  generate_command->add_option(names("--seed"), generate.sampling.seed, "Sampling seed")->check(kSeed);
   generate_command->add_option(names("--threads"), generate.threads, "Threads (default: the config's num_threads)")
-      ->check(kAtLeastOne);
+      ->check(kPositiveInt);
 
   InspectOptions inspect;
   auto* inspect_command = app.add_subcommand("inspect", "Print a checkpoint's tensors, masks and per-layer sparsity");
@@ -245,29 +281,30 @@ int run_command(int argc, char** argv) {
                            "The parameter whose masks to draw (default: the first sparse one by name)");
   IsaOptions isa;
   bool verbose = false;
-  app.add_option(names("--max-isa"), isa.max_isa,
-                 "Cap the kernel ISA: avx512_bf16, avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)");
-  app.add_option(names("--onednn-max-isa"), isa.onednn_max_isa,
-                 "Cap oneDNN's ISA: avx2, avx512_core, avx512_core_bf16, ... (as ONEDNN_MAX_CPU_ISA)");
-  app.add_flag(names("--portable"), isa.portable,
-               "Numbers that hold on any x86-64-v3 CPU: both caps at avx2, on a build without -march=native");
-  app.add_flag(names("--verbose-dispatch"), verbose,
-               "Print which kernel implementation ran (as SPARSETRAIN_VERBOSE=dispatch)");
+  globals.push_back(app.add_option(names("--max-isa"), isa.max_isa,
+                                   "Cap the kernel ISA: avx512_bf16, avx512, avx2 or ref (as SPARSETRAIN_MAX_ISA)"));
+  globals.push_back(
+      app.add_option(names("--onednn-max-isa"), isa.onednn_max_isa,
+                     "Cap oneDNN's ISA: avx2, avx512_core, avx512_core_bf16, ... (as ONEDNN_MAX_CPU_ISA)"));
+  globals.push_back(
+      app.add_flag(names("--portable"), isa.portable,
+                   "Numbers that hold on any x86-64-v3 CPU: both caps at avx2, on a build without -march=native"));
+  globals.push_back(app.add_flag(names("--verbose-dispatch"), verbose,
+                                 "Print which kernel implementation ran (as SPARSETRAIN_VERBOSE=dispatch)"));
 
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   BenchLinearOptions linear;
   auto* bench_linear = bench->add_subcommand("linear", "Dense (oneDNN) vs sparse linear-layer training step");
   bench_linear->add_option(names("--format"), linear.formats, "Formats: csr, bcsr4, bcsr8, bcsr16, N:M (e.g. 2:4)");
-  bench_linear->add_option(names("--sparsity"), linear.sparsities, "Sparsity levels in [0, 1)");
-  bench_linear->add_option(names("--tokens"), linear.tokens, "Tokens per step (batch x context)")->check(kAtLeastOne);
-  bench_linear->add_option(names("--in"), linear.in_features, "Input features (paired with --out)")->check(kAtLeastOne);
-  bench_linear->add_option(names("--out"), linear.out_features, "Output features (paired with --in)")
-      ->check(kAtLeastOne);
-  bench_linear->add_option(names("--threads"), linear.threads, "Threads (default: OpenMP's)")->check(kAtLeastOne);
+  bench_linear->add_option(names("--sparsity"), linear.sparsities, "Sparsity levels in [0, 1)")->check(kNumber);
+  bench_linear->add_option(names("--tokens"), linear.tokens, "Tokens per step (batch x context)")->check(kPositive);
+  bench_linear->add_option(names("--in"), linear.in_features, "Input features (paired with --out)")->check(kPositive);
+  bench_linear->add_option(names("--out"), linear.out_features, "Output features (paired with --in)")->check(kPositive);
+  bench_linear->add_option(names("--threads"), linear.threads, "Threads (default: OpenMP's)")->check(kPositiveInt);
   bench_linear->add_option(names("--repeats"), linear.repeats, "Timed runs per case, median reported")
-      ->check(kAtLeastOne);
-  bench_linear->add_option(names("--seed"), linear.seed, "Seed for data and masks");
+      ->check(kPositiveInt);
+  bench_linear->add_option(names("--seed"), linear.seed, "Seed for data and masks")->check(kSeed);
   bench_linear
       ->add_option(names("--peak-gflops"), linear.peak_gflops,
                    "Multiply-add peak (GFLOP/s) for the floor column (default: measured)")
@@ -291,13 +328,13 @@ int run_command(int argc, char** argv) {
   bench_train->add_option(names("-p,--params"), train_bench.params, "A YAML config with a sparsity section")
       ->required();
   bench_train->add_option(names("--steps"), train_bench.steps, "Timed steps per case (median reported)")
-      ->check(kAtLeastOne);
-  bench_train->add_option(names("--warmup"), train_bench.warmup, "Untimed steps before them")->check(kNonNegative);
+      ->check(kPositiveInt);
+  bench_train->add_option(names("--warmup"), train_bench.warmup, "Untimed steps before them")->check(kCountInt);
   bench_train->add_option(names("--rounds"), train_bench.rounds, "Alternating dense and sparse processes per case")
-      ->check(kAtLeastOne);
+      ->check(kPositiveInt);
   bench_train->add_option(names("--threads"), train_bench.threads, "Threads (default: the config's, else OpenMP's)")
-      ->check(kAtLeastOne);
-  bench_train->add_option(names("--seed"), train_bench.seed, "Seed (default: the config's)");
+      ->check(kPositiveInt);
+  bench_train->add_option(names("--seed"), train_bench.seed, "Seed (default: the config's)")->check(kSeed);
   bench_train->add_flag(names("--json"), train_bench.json, "One JSON object instead of the table");
   bench_train
       ->add_option(names("--precision"), train_bench.precision,
@@ -326,9 +363,19 @@ int run_command(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    return failed(2, fmt::format("error: {}", parse_error_message(app, e)));
+    return failed(2, fmt::format("error: {}", parse_error_message(app, e, globals)));
   }
   try {
+    // The Model Zoo form's options (--mode, --params, ...) before a command would be ignored by it.
+    if (!app.get_subcommands().empty())
+      for (const CLI::Option* option : top_train_options)
+        if (option->count() > 0) {
+          const std::string command = deepest_command(&app)->get_name();
+          if (option->check_lname("mode"))
+            throw CommandLineError(fmt::format("give --mode or the command '{}', not both", command));
+          throw CommandLineError(fmt::format("'{}' goes after the command: sparsetrain {} {} ...", option->get_name(),
+                                             command, option->get_name()));
+        }
     apply_isa_options(isa);
     if (verbose) set_verbose_dispatch(true);
     (void)effective_isa();

@@ -1,8 +1,11 @@
 #include "cli/model_dir.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <vector>
 
+#include "cli/train_command.h"
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/train/checkpoint.h"
 
@@ -32,7 +35,7 @@ TrainedModelFiles trained_model_files(const std::string& model_dir, const std::s
     if (files.model_path.empty()) files.model_path = newest_complete_checkpoint(model_dir, purpose);
   }
   if (files.params.empty() || files.model_path.empty())
-    fail("{}: give --model_dir, or --params with --checkpoint_path", command);
+    throw CommandLineError(fmt::format("{}: give --model_dir, or --params with --checkpoint_path", command));
   return files;
 }
 

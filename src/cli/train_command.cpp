@@ -35,8 +35,23 @@ std::string params_of(const TrainCommandOptions& o) {
     throw CommandLineError(fmt::format(
         "--params is required: --model_dir {} has no params.yaml to use instead; give the YAML config with --params",
         o.model_dir));
-  fmt::print(stderr, "sparsetrain: note: no --params given; using {}, the config of the model directory\n", saved);
+  if (is_writer_rank())
+    fmt::print(stderr, "sparsetrain: note: no --params given; using {}, the config of the model directory\n", saved);
   return saved;
+}
+
+// The files --checkpoint_path names, before anything is loaded or created: resuming a run reads
+// the state file beside the model file; evaluating and starting from the weights read the model
+// file alone.
+void check_checkpoint_path(const TrainCommandOptions& o) {
+  if (o.checkpoint_path.empty()) return;
+  if (!fs::is_regular_file(o.checkpoint_path)) fail("--checkpoint_path {}: no such file", o.checkpoint_path);
+  const std::string state = checkpoint_state_path_of(o.checkpoint_path);
+  if (o.mode != "eval" && o.load_checkpoint_states == "all" && !fs::is_regular_file(state))
+    fail(
+        "--checkpoint_path {}: resuming its run needs its state file {}, which is not there; to start a new run from "
+        "the model file's weights alone, add --load_checkpoint_states model",
+        o.checkpoint_path, state);
 }
 
 }  // namespace
@@ -46,6 +61,7 @@ int run_train_command(const TrainCommandOptions& o) {
   // mistyped name, not one to create.
   if (o.mode == "eval" && o.checkpoint_path.empty()) require_model_dir(o.model_dir);
   TrainConfig config = load_train_config_file(params_of(o));
+  check_checkpoint_path(o);
   const bool speaks = is_writer_rank();  // under mpirun, rank 0 speaks for every rank
   if (speaks)
     for (const std::string& w : config.sparsity.warnings) fmt::print(stderr, "sparsetrain: warning: {}\n", w);

@@ -255,6 +255,32 @@ TEST_F(CliCheckpointTools, AMissingModelDirectoryIsNamedAndNotCreated) {
   }
 }
 
+// --checkpoint_path is checked before anything is read or created: a file that is not there, and
+// a model file without the state file that resuming its run needs (the weights alone start a new run).
+TEST_F(CliCheckpointTools, AMissingCheckpointFileIsNamedBeforeAnythingIsCreated) {
+  const std::string dir = path("from_missing");
+  const std::string missing = path("nowhere.safetensors");
+  const CliResult r = run_cli({"train", "--params", config_, "--model_dir", dir, "--checkpoint_path", missing});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "sparsetrain: error: --checkpoint_path " + missing + ": no such file\n");
+  EXPECT_FALSE(fs::exists(dir));
+
+  const std::string alone = path("model_alone.safetensors");
+  fs::copy_file(checkpoint_, alone, fs::copy_options::overwrite_existing);
+  const CliResult resume = run_cli({"train", "--params", config_, "--model_dir", dir, "--checkpoint_path", alone});
+  EXPECT_EQ(resume.exit_code, 1);
+  EXPECT_EQ(resume.err, "sparsetrain: error: --checkpoint_path " + alone + ": resuming its run needs its state file " +
+                            path("model_alone.state.safetensors") +
+                            ", which is not there; to start a new run from the model file's weights alone, add "
+                            "--load_checkpoint_states model\n");
+  EXPECT_FALSE(fs::exists(dir));
+  const CliResult weights = run_cli({"train", "--params", config_, "--model_dir", dir, "--checkpoint_path", alone,
+                                     "--load_checkpoint_states", "model", "--max_steps", "1"},
+                                    kOneThread);
+  EXPECT_EQ(weights.exit_code, 0) << weights.err;
+  EXPECT_TRUE(weights.out.find("starting from the weights of " + alone) != std::string::npos) << weights.out;
+}
+
 // eval and a resumed train take the model directory's params.yaml when --params is not given,
 // and say so; without either, --params is required (exit 2).
 TEST_F(CliCheckpointTools, EvalAndResumeDefaultToTheModelDirectorysParams) {
@@ -312,7 +338,7 @@ TEST_F(CliCheckpointTools, GenerateContinuesThePromptAndTheSeedFixesTheSample) {
   EXPECT_LE(empty.out.size(), 6u);
 }
 
-TEST_F(CliCheckpointTools, GenerateWithoutACheckpointOrAGptExitsOneSayingWhy) {
+TEST_F(CliCheckpointTools, GenerateWithoutACheckpointOrAGptIsRefusedSayingWhy) {
   const std::string empty_dir = path("empty_run");
   fs::create_directories(empty_dir);
   const CliResult none = run_cli({"generate", "--model_dir", empty_dir});
@@ -320,7 +346,7 @@ TEST_F(CliCheckpointTools, GenerateWithoutACheckpointOrAGptExitsOneSayingWhy) {
   EXPECT_EQ(none.err, "sparsetrain: error: " + empty_dir + ": no complete checkpoint to generate from\n");
 
   const CliResult neither = run_cli({"generate", "--prompt", "x"});
-  EXPECT_EQ(neither.exit_code, 1);
+  EXPECT_EQ(neither.exit_code, 2) << "a command line without what the command reads";
   EXPECT_EQ(neither.err, "sparsetrain: error: generate: give --model_dir, or --params with --checkpoint_path\n");
 
   const std::string mlp = path("mlp.yaml");

@@ -908,6 +908,20 @@ TEST(CliErrors, SparsityOutsideItsRangeExitsOne) {
   EXPECT_TRUE(contains(r.err, "--sparsity 1.5 is outside [0, 1)")) << r.err;
 }
 
+// A case whose layer keeps nothing is not timed, and stderr says so; the others are.
+TEST(CliErrors, ALayerThatKeepsNothingIsLeftOutSayingSo) {
+  const CliResult r = run_cli({"bench", "linear", "--in", "64", "--out", "64", "--tokens", "64", "--repeats", "1",
+                               "--format", "bcsr16", "--sparsity", "0.5", "0.98", "--json"},
+                              kOneThread);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "sparsetrain: note: bench linear: bcsr16 at sparsity 0.98 keeps no weight of the 64>64 layer; not "
+            "timed\n");
+  const std::vector<std::string> rows = lines_of(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(rows[0])["sparsity"], 0.5);
+}
+
 TEST(CliErrors, UnpairedShapeExitsOne) {
   const CliResult r = run_cli({"bench", "linear", "--in", "40", "--in", "48", "--out", "24"});
   EXPECT_EQ(r.exit_code, 1);
@@ -920,13 +934,35 @@ TEST(CliErrors, InvalidCommandLinesExitTwo) {
       {{}, "subcommand"},
       {{"bench"}, "subcommand"},
       {bench_linear({"--tokens", "many"}), "many"},
-      {bench_linear({"--repeats", "0"}), "--repeats: expected at least 1, got 0"},
+      {bench_linear({"--repeats", "0"}), "--repeats: expected a whole number from 1 to 2147483647, got '0'"},
+      {bench_linear({"--seed", "-1"}), "--seed: expected a whole number from 0 to 18446744073709551615, got '-1'"},
+      {bench_linear({"--sparsity", "abc"}), "--sparsity: expected a number, got 'abc'"},
+      {bench_linear({"--tokens", "2.5"}), "--tokens: expected a whole number from 1 to 9223372036854775807, got '2.5'"},
+      {{"train", "--params", "cfg.yaml", "--seed", "-1"},
+       "--seed: expected a whole number from 0 to 18446744073709551615, got '-1'"},
+      {{"train", "--params", "cfg.yaml", "--max_steps", "2.5"},
+       "--max_steps: expected a whole number from 1 to 9223372036854775807, got '2.5'"},
+      {{"generate", "--seed", "-5"}, "--seed: expected a whole number from 0 to 18446744073709551615, got '-5'"},
+      {{"bench", "train", "--params", "cfg.yaml", "--warmup", "99999999999"},
+       "--warmup: expected a whole number from 0 to 2147483647, got '99999999999'"},
+      // The Model Zoo form's options with a command, and the global ones after it.
+      {{"--mode", "eval", "train", "--params", "cfg.yaml"}, "give --mode or the command 'train', not both"},
+      {{"--params", "cfg.yaml", "train"}, "'--params' goes after the command: sparsetrain train --params ..."},
+      {bench_linear({"--max-isa", "ref"}),
+       "'--max-isa' goes before the command: sparsetrain --max-isa ... bench linear"},
+      {{"train", "--verbose-dispatch"}, "'--verbose-dispatch' goes before the command: sparsetrain --verbose-dispatch"},
+      // What generate and export read, not given.
+      {{"generate", "--tokens", "3"}, "generate: give --model_dir, or --params with --checkpoint_path"},
+      {{"export", "--out", "somewhere"}, "export: give --model_dir, or --params with --checkpoint_path"},
       {bench_linear({"--peak-gflops", "0"}), "--peak-gflops: expected a finite number above 0, got 0"},
       {bench_linear({"--bandwidth-gbs", "-3"}), "--bandwidth-gbs: expected a finite number above 0, got -3"},
       {bench_linear({"--peak-gflops", "inf"}), "--peak-gflops: expected a finite number above 0, got inf"},
-      {{"train", "--params", "cfg.yaml", "--threads", "0"}, "--threads: expected at least 1, got 0"},
+      {{"train", "--params", "cfg.yaml", "--threads", "0"},
+       "--threads: expected a whole number from 1 to 2147483647, got '0'"},
+      {{"train", "--params", "cfg.yaml", "--threads", "1.5"},
+       "--threads: expected a whole number from 1 to 2147483647, got '1.5'"},
       {{"generate", "--temperature", "-0.5"}, "--temperature: expected at least 0, got -0.5"},
-      {{"generate", "--top_k", "few"}, "--top_k: expected a number, got 'few'"},
+      {{"generate", "--top_k", "few"}, "--top_k: expected a whole number from 0 to 9223372036854775807, got 'few'"},
   };
   for (const auto& [args, fragment] : cases) {
     const CliResult r = run_cli(args);

@@ -128,6 +128,7 @@ TEST_F(DistributedCliTest, ResumesBitIdenticallyAtTheSameRankCountAndCompletesAt
   ASSERT_EQ(eval2.exit_code, 0) << eval2.err;
   ASSERT_EQ(eval1.exit_code, 0) << eval1.err;
   EXPECT_EQ(count(eval2.out, "eval step 12: loss "), 1u) << eval2.out;
+  EXPECT_EQ(count(eval2.err, "sparsetrain: note: no --params given"), 1u) << "rank 0 alone notes: " << eval2.err;
   EXPECT_EQ(eval2.out.substr(eval2.out.find("eval step 12")), eval1.out.substr(eval1.out.find("eval step 12")));
 
   const std::vector<double> reference = losses(whole);
@@ -170,10 +171,10 @@ TEST_F(DistributedCliTest, AnErrorOnOneRankEndsTheJobWithThatRanksMessage) {
   const std::string missing = (root_ / "missing.yaml").string();
   CliControl control;
   control.program = SPARSETRAIN_MPIEXEC;
-  const CliResult r = run_cli_controlled({"-np", "1", SPARSETRAIN_EXE, "train", "--params", params_, "--model_dir",
-                                          (root_ / "run").string(), ":", "-np", "1", SPARSETRAIN_EXE, "train",
-                                          "--params", missing, "--model_dir", (root_ / "run").string()},
-                                         kEnv, control);
+  const CliResult r = run_cli_controlled(
+      {"-np", "1", SPARSETRAIN_EXE, "train", "--params", params_, "--model_dir", (root_ / "run").string(), ":", "-np",
+       "1", SPARSETRAIN_EXE, "train", "--params", missing, "--model_dir", (root_ / "run").string()},
+      kEnv, control);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("sparsetrain (rank 1 of 2): error: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;

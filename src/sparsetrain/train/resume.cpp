@@ -144,7 +144,15 @@ StartPoint resolve_start(Setup& s, const RunOptions& o) {
         "{}: holds checkpoints up to step {}, and training on from step {} of {} would overwrite and delete them; "
         "choose another --model_dir",
         dir, done.back(), state_step, resume_from);
-  if (resume_from.empty() && !done.empty() && training) fmt::print("resuming from {} (step {})\n", from, done.back());
+  if (resume_from.empty() && !done.empty() && training) {
+    fmt::print("resuming from {} (step {})\n", from, done.back());
+    // The command that started this run from another's weights, run again, goes on with it.
+    if (weights_only)
+      fmt::print(
+          "--checkpoint_path {} is not read: {} has a run of its own, which goes on (a new --model_dir starts a new "
+          "run from that file's weights)\n",
+          o.checkpoint_path, dir);
+  }
   if (state) {
     start.progress = state->progress;
     s.optimizer->set_step(state->optimizer_steps);

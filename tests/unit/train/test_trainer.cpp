@@ -174,8 +174,13 @@ TEST_F(TrainerTest, WeightsOnlyStartsANewRunFromAnotherRunsWeights) {
   ASSERT_EQ(fine_tune(4), 0);
   EXPECT_TRUE(fs::exists(tuned / "params.yaml"));
   EXPECT_EQ(read_checkpoint_state(checkpoint_model_path(tuned.string(), 4)).trainer.progress.step, 4);
-  ASSERT_EQ(fine_tune(6), 0);
+  ::testing::internal::CaptureStdout();
+  const int again = fine_tune(6);
+  const std::string said = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(again, 0);
   EXPECT_EQ(complete_checkpoints(tuned.string()), (std::vector<int64_t>{4, 6}));
+  EXPECT_THAT(said, HasSubstr("--checkpoint_path " + from + " is not read: " + tuned.string() +
+                              " has a run of its own, which goes on"));
 
   // Another shape: the file and the tensor are named.
   sparsetrain::Setup wide = make_setup(
