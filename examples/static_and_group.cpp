@@ -11,8 +11,8 @@
 
 using namespace sparsetrain;
 
-struct Linear : Module {
-  Linear(int64_t in, int64_t out) : Module("Linear") {
+struct Projection : Module {
+  Projection(int64_t in, int64_t out) : Module("Linear") {
     weight = &register_parameter("weight", {out, in});
     bias = &register_parameter("bias", {out});
   }
@@ -22,14 +22,14 @@ struct Linear : Module {
 
 struct Block : Module {
   Block() : Module("Block") {
-    register_module("c_attn", std::make_unique<Linear>(64, 192));
-    register_module("c_fc", std::make_unique<Linear>(64, 256));
-    register_module("c_proj", std::make_unique<Linear>(256, 64));
+    register_module("c_attn", std::make_unique<Projection>(64, 192));
+    register_module("c_fc", std::make_unique<Projection>(64, 256));
+    register_module("c_proj", std::make_unique<Projection>(256, 64));
   }
 };
 
-struct Model : Module {
-  Model() : Module("Model") {
+struct Net : Module {
+  Net() : Module("Net") {
     for (const char* name : {"h0", "h1"}) register_module(name, std::make_unique<Block>());
   }
 };
@@ -43,7 +43,7 @@ void report(const char* title, Module& model) {
 
 int main() {
   {
-    Model model;
+    Net model;
     Sgd optimizer(model.parameters(), 0.1, {.momentum = 0.9});
     Static s(0.3);
     s.apply(model);      // every weight matrix (the default filter), 30% pruned at random
@@ -52,7 +52,7 @@ int main() {
     report("Static(0.3):", model);
   }
   {
-    Model model;
+    Net model;
     Sgd optimizer(model.parameters(), 0.1, {.momentum = 0.9});
     SparsityOptions attention;
     attention.filter = ParamFilter::globs({"*.c_attn.weight"});
