@@ -409,6 +409,12 @@ runconfig: {max_steps: 10, seed: 3}
                 ": sparsity group 1: static: 4 matrices stored masked-dense (no 'format'): a mask zeroes weights "
                 "of a dense matrix, which runs at dense speed or slower, and flops_actual counts it dense; "
                 "'format: csr' (or 'auto') runs sparse kernels\n");
+  // Asked for by name, it is the user's choice: no warning.
+  const std::string chosen =
+      write_config("plan_chosen.yaml", model + "sparsity: {sparsity: 0.9, format: masked-dense}");
+  const CliResult c = run_cli({"config", "--params", chosen});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.err, "");
 }
 
 TEST(CliConfig, AGroupOfTwoAlgorithmsPutsEachLayerInItsGroup) {

@@ -291,12 +291,14 @@ void read_init_method(const Value& v, SparsityOptions& o, bool sideband) {
 // format, distribution, seed, overrides; false for any other key.
 bool read_common_option(const std::string& key, const Value& v, SparsityOptions& o) {
   if (key == "format") {
-    const std::string text = v.as_string("a format: auto, masked-dense, csr, bcsr4, bcsr8, bcsr16 or N:M such as 2:4");
+    constexpr const char* kAccepted = "auto, masked-dense, csr, bcsr4, bcsr8, bcsr16 or N:M such as 2:4";
+    const std::string text = v.as_string(fmt::format("a format: {}", kAccepted));
     o.auto_format = text == "auto";
+    o.masked_dense_chosen = text == "masked-dense";
     if (text == "auto" || text == "masked-dense")
       o.format.reset();
     else
-      o.format = FormatSpec::parse(text, where(v));
+      o.format = FormatSpec::parse(text, where(v), kAccepted);
   } else if (key == "distribution") {
     o.distribution = parse_distribution(v.as_string("a distribution: uniform, er or erk"), where(v));
   } else if (key == "seed") {
@@ -394,7 +396,16 @@ void check_format_rule(const AlgorithmSpec& spec, const Mapping::Entry* format) 
 
 enum class Form { V21, V22 };
 
-std::string unknown_group_key(const std::string& key, Form form, const std::vector<std::string>& allowed) {
+std::string unknown_group_key(const std::string& key, Form form, const std::string& algorithm,
+                              const std::vector<std::string>& allowed) {
+  // Other algorithms' own key (rigl's drop_by_sign on a static group) says whose it is.
+  std::vector<std::string> owners;
+  for (const std::string& other : registered_algorithms()) {
+    const std::optional<AlgorithmKeys> keys = algorithm_keys(other);
+    if (other != algorithm && keys && std::find(keys->extra.begin(), keys->extra.end(), key) != keys->extra.end())
+      owners.push_back(other);
+  }
+  if (!owners.empty()) return fmt::format("{} takes no '{}'; it is a key of {}", algorithm, key, one_of(owners, "and"));
   if (form == Form::V22) {
     if (key == "out_groups" || key == "in_groups")
       return fmt::format("unknown key in a 2.2+ group: '{}' is the sideband name; 2.2+ calls it 'balance_{}'", key,
@@ -434,7 +445,7 @@ std::optional<AlgorithmSpec> read_group(const Mapping& m, Form form, bool in_lis
 
   std::vector<std::string> allowed = form == Form::V22 ? kV22Keys : kV21Keys;
   allowed.insert(allowed.end(), keys->extra.begin(), keys->extra.end());
-  m.check_keys(allowed, [&](const std::string& key) { return unknown_group_key(key, form, allowed); });
+  m.check_keys(allowed, [&](const std::string& key) { return unknown_group_key(key, form, name, allowed); });
 
   // The level: `sparsity`, or in 2.2+ its alias `schedule`.
   const Mapping::Entry* level_entry = m.find("sparsity");

@@ -516,13 +516,24 @@ TrainConfig read_train_document(const Source& src) {
   if (documents.count != 1) fail("{}: expected one YAML document, found {}", src.file, documents.count);
   const YAML::Node root = documents.first;
   const Value top(root, "", src, root.Mark());
-  const std::vector<std::string> sections = {"model",     "train_input", "eval_input",
-                                             "optimizer", "sparsity",    "runconfig"};
+  const std::vector<std::string> sections = {"model",    "train_input", "eval_input", "optimizer",
+                                             "sparsity", "runconfig",   "trainer"};
   const Mapping m(top, "a mapping of the sections model, train_input, eval_input, optimizer, sparsity, runconfig");
   m.check_keys(sections, [&](const std::string& key) {
     return fmt::format("unknown section{}; a training config has {}", config::did_you_mean(key, sections),
                        config::one_of(sections, "and"));
   });
+  // The Model Zoo 2.4+ place of the sparsity section, trainer.init.sparsity (load_sparsity_yaml
+  // reads it there); nothing else of a trainer section is read, so nothing else is accepted.
+  if (const std::optional<Value> trainer = m.get("trainer")) {
+    const auto only = [](const std::string&) {
+      return std::string("not read; a training config takes trainer.init.sparsity only (the sparsity section)");
+    };
+    const Mapping t(*trainer, "a mapping holding init.sparsity");
+    t.check_keys({"init"}, only);
+    if (const std::optional<Value> init = t.get("init"))
+      Mapping(*init, "a mapping holding sparsity").check_keys({"sparsity"}, only);
+  }
   TrainConfig c;
   c.file = src.file;
   c.text = src.text;

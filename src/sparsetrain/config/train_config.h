@@ -1,6 +1,7 @@
 #pragma once
 // A whole training config in the Cerebras Model Zoo layout: the sections model, train_input,
-// eval_input, optimizer, sparsity and runconfig (docs/training.md documents every key). Read as
+// eval_input, optimizer, sparsity (or trainer.init.sparsity) and runconfig (docs/training.md
+// documents every key). Read as
 // strictly as the sparsity section: unknown and duplicate keys, wrong types and out-of-range
 // values are Errors of the form "cfg.yaml:12:9: optimizer.learning_rate: expected ...".
 #include <cstdint>

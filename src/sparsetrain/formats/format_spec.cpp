@@ -14,19 +14,18 @@ bool parse_int(std::string_view text, int& out) {
 }
 }  // namespace
 
-FormatSpec FormatSpec::parse(std::string_view text, std::string_view source) {
+FormatSpec FormatSpec::parse(std::string_view text, std::string_view source, std::string_view accepted) {
   if (text == "csr") return csr();
   for (int b : {4, 8, 16})
     if (text == "bcsr" + std::to_string(b)) return bcsr(b);
   if (auto colon = text.find(':'); colon != std::string_view::npos) {
     int n = 0, m = 0;
     if (parse_int(text.substr(0, colon), n) && parse_int(text.substr(colon + 1), m)) {
-      if (m < 2 || m > 32 || n < 1 || n >= m)
-        fail("{}: N:M format '{}' needs 1 <= N < M <= 32", source, text);
+      if (m < 2 || m > 32 || n < 1 || n >= m) fail("{}: N:M format '{}' needs 1 <= N < M <= 32", source, text);
       return nm(n, m);
     }
   }
-  fail("{}: unknown sparse format '{}'; expected csr, bcsr4, bcsr8, bcsr16 or N:M such as 2:4", source, text);
+  fail("{}: unknown sparse format '{}'; expected {}", source, text, accepted);
 }
 
 std::string FormatSpec::name() const {

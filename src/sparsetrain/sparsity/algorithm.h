@@ -54,6 +54,8 @@ struct SparsityOptions {
   // Instead of `format`: compressed CSR for each matrix whose level, when its mask is first set,
   // is at least kAutoCompressLevel, masked-dense otherwise.
   bool auto_format = false;
+  // `format: masked-dense` given: the choice is the user's, so no warning that it runs dense.
+  bool masked_dense_chosen = false;
   // Balanced selection (Cerebras RigL's balance_out_groups / balance_in_groups, the sideband
   // out_groups / in_groups): the rows (out) or columns (in) are cut into this many equal
   // stripes and every stripe keeps the same count. At most one of the two; each must be > 0

@@ -74,7 +74,7 @@ std::string shown(const std::vector<std::string>& names) {
 // them dense (docs/training.md). Said once per group, with the key that gives sparse kernels.
 std::optional<std::string> masked_dense_warning(const SparsityAlgorithm& group) {
   const SparsityOptions& o = group.options();
-  if (o.format || o.auto_format) return std::nullopt;
+  if (o.format || o.auto_format || o.masked_dense_chosen) return std::nullopt;
   std::size_t count = 0;
   for (const Parameter* p : group.parameters())
     if (p->shape().size() == 2 && p->storage() == Storage::MaskedDense) ++count;

@@ -822,7 +822,11 @@ sparsity:
   EXPECT_EQ(load_error("sparsity: {algorithm: shift, sparsity: 0.5, update: {freq: 1}, shift: -1}"),
             "cfg.yaml:1:11: sparsity: shift: 'shift' must be >= 0, got -1");
   EXPECT_EQ(load_error("sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 1}, shift: 1}"),
-            "cfg.yaml:1:63: sparsity.shift: unknown key; a 2.2+ group takes algorithm, type, sparsity, schedule, "
+            "cfg.yaml:1:63: sparsity.shift: rigl takes no 'shift'; it is a key of shift");
+  EXPECT_EQ(load_error("sparsity: {algorithm: static, sparsity: 0.5, drop_by_sign: true}"),
+            "cfg.yaml:1:46: sparsity.drop_by_sign: static takes no 'drop_by_sign'; it is a key of rigl and set");
+  EXPECT_EQ(load_error("sparsity: {algorithm: rigl, sparsity: 0.5, update: {freq: 1}, shfit: 1}"),
+            "cfg.yaml:1:63: sparsity.shfit: unknown key; a 2.2+ group takes algorithm, type, sparsity, schedule, "
             "update, drop_fraction, init_method, param_filter, param_name_patterns, balance_in_groups, "
             "balance_out_groups, format, "
             "distribution, seed, overrides, grow_init_std or drop_by_sign");
@@ -1020,8 +1024,8 @@ sparsity:
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, format: 3:2}"),
             "cfg.yaml:1:35: sparsity.format: N:M format '3:2' needs 1 <= N < M <= 32");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, format: bcsr32}"),
-            "cfg.yaml:1:35: sparsity.format: unknown sparse format 'bcsr32'; expected csr, bcsr4, bcsr8, bcsr16 or N:M "
-            "such as 2:4");
+            "cfg.yaml:1:35: sparsity.format: unknown sparse format 'bcsr32'; expected auto, masked-dense, csr, bcsr4, "
+            "bcsr8, bcsr16 or N:M such as 2:4");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, distribution: erdos}"),
             "cfg.yaml:1:41: sparsity.distribution: unknown distribution 'erdos'; expected uniform, er or erk");
   EXPECT_EQ(load_error("sparsity: {sparsity: 0.5, overrides: {fc1.weight: 2}}"),
@@ -1342,7 +1346,8 @@ TEST(SparsityConfigErrors, Documents) {
   // A ',' outside a flow collection: yaml-cpp 0.7's LoadAll reads null documents there forever.
   EXPECT_EQ(load_error(","), "cfg.yaml:1:1: unexpected ',' outside a flow collection ([...] or {...})");
   EXPECT_EQ(load_error("[0.5],\n"), "cfg.yaml:1:6: unexpected ',' outside a flow collection ([...] or {...})");
-  EXPECT_EQ(load_error("sparsity: 0.5\n--- ,\n"), "cfg.yaml:2:5: unexpected ',' outside a flow collection ([...] or {...})");
+  EXPECT_EQ(load_error("sparsity: 0.5\n--- ,\n"),
+            "cfg.yaml:2:5: unexpected ',' outside a flow collection ([...] or {...})");
   EXPECT_EQ(load_error("- sparsity: 0.5\n"),
             "cfg.yaml:1:1: expected a mapping at the top level (a training config), got a list");
   EXPECT_EQ(load_error(R"(

@@ -1202,8 +1202,8 @@ TEST(TrainConfig, ErrorsNameFileLineAndKey) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), StartsWith("x.yaml:4:1: runcconfig: unknown section (did you mean 'runconfig'?); a "
-                                     "training config has model, train_input, eval_input, optimizer, sparsity "
-                                     "and runconfig"));
+                                     "training config has model, train_input, eval_input, optimizer, sparsity, "
+                                     "runconfig and trainer"));
   }
   try {
     load_train_config_yaml(
@@ -1280,6 +1280,16 @@ TEST_F(TrainerTest, ATrainingSectionOrItsMisspellingMakesAFileAWholeConfigElseAS
   ASSERT_TRUE(std::holds_alternative<TrainConfig>(w));
   EXPECT_TRUE(std::get<TrainConfig>(w).is_gpt());
   EXPECT_EQ(std::get<TrainConfig>(w).sparsity.groups.size(), 1u);
+  // The Model Zoo 2.4+ place, trainer.init.sparsity, in a whole config; nothing else of trainer.
+  const std::string nested =
+      write("nested.yaml", config("trainer: {init: {sparsity: {algorithm: static, sparsity: 0.5}}}", 4));
+  const auto n = load_train_or_sparsity_file(nested);
+  ASSERT_TRUE(std::holds_alternative<TrainConfig>(n));
+  EXPECT_EQ(std::get<TrainConfig>(n).sparsity.groups.size(), 1u);
+  const std::string more = write("more.yaml", config("trainer: {init: {sparsity: 0.5, seed: 1}}", 4));
+  EXPECT_THAT(error_of([&] { load_train_or_sparsity_file(more); }),
+              HasSubstr(more + ":5:33: trainer.init.seed: not read; a training config takes trainer.init.sparsity only "
+                               "(the sparsity section)"));
 
   // Without `model:`, only the sparsity section is read.
   const std::string section = write("section.yaml", "sparsity: {algorithm: static, sparsity: 0.5}\nfoo: 1\n");
@@ -1300,7 +1310,7 @@ TEST_F(TrainerTest, ATrainingSectionOrItsMisspellingMakesAFileAWholeConfigElseAS
   const std::string typo = write("typo.yaml", "models: {name: mlp}\nsparsity: 0.5\n");
   EXPECT_THAT(error_of([&] { load_train_or_sparsity_file(typo); }),
               HasSubstr(typo + ":1:1: models: unknown section (did you mean 'model'?); a training config has model, "
-                               "train_input, eval_input, optimizer, sparsity and runconfig"));
+                               "train_input, eval_input, optimizer, sparsity, runconfig and trainer"));
   const std::string no_model = write("no_model.yaml", "optimizer: {learning_rate: 0.1}\nsparsity: 0.5\n");
   EXPECT_THAT(error_of([&] { load_train_or_sparsity_file(no_model); }),
               HasSubstr(no_model + ":1:1: missing section 'model'"));
