@@ -65,7 +65,7 @@ CLI::Validator whole_number(uint64_t low, const char* name) {
       [low, high](std::string& text) -> std::string {
         uint64_t value = 0;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < low || value > high)
+        if (error != std::errc() || end != text.data() + text.size() || value < low || value > high)
           return fmt::format("expected a whole number from {} to {}, got '{}'", low, high, text);
         return std::string();
       },
@@ -126,12 +126,13 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e,
     std::vector<std::string> candidates;
     if (arg.starts_with("-")) {
       const std::string name = arg.substr(0, arg.find('='));
-      for (const CLI::Option* global : globals)
-        if (command != &app && global->check_lname(name.substr(2)))
-          return fmt::format("'{}' goes before the command: sparsetrain {} ... {} ...", name, name,
-                             command->get_parent() == &app
-                                 ? command->get_name()
-                                 : command->get_parent()->get_name() + " " + command->get_name());
+      if (command != &app)
+        for (const CLI::Option* global : globals)
+          if (global->check_name(name))
+            return fmt::format("'{}' goes before the command: sparsetrain {} ... {} ...", name, name,
+                               command->get_parent() == &app
+                                   ? command->get_name()
+                                   : command->get_parent()->get_name() + " " + command->get_name());
       for (const CLI::Option* option : command->get_options())
         for (const std::string& long_name : option->get_lnames()) candidates.push_back("--" + long_name);
       return fmt::format("unknown option '{}'{}{}", name, where, sparsetrain::config::did_you_mean(name, candidates));

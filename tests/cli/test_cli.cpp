@@ -1011,6 +1011,7 @@ TEST(CliErrors, AnUnknownOptionIsNamedWithTheClosestOne) {
       {{"generate", "--zzz"}, "unknown option '--zzz' for 'generate'"},
       {{"trian", "--params", "cfg.yaml"}, "unknown command 'trian' (did you mean 'train'?)"},
       {{"inspect", "a", "b"}, "unexpected argument 'b' for 'inspect'"},
+      {{"inspect", "a", "-"}, "unknown option '-' for 'inspect'"},  // shorter than any long name
       {{"config"}, "--params is required"},
   };
   for (const auto& [args, message] : cases) {

@@ -291,14 +291,14 @@ void read_init_method(const Value& v, SparsityOptions& o, bool sideband) {
 // format, distribution, seed, overrides; false for any other key.
 bool read_common_option(const std::string& key, const Value& v, SparsityOptions& o) {
   if (key == "format") {
-    constexpr const char* kAccepted = "auto, masked-dense, csr, bcsr4, bcsr8, bcsr16 or N:M such as 2:4";
-    const std::string text = v.as_string(fmt::format("a format: {}", kAccepted));
+    const std::string accepted = fmt::format("auto, masked-dense, {}", FormatSpec::kNames);
+    const std::string text = v.as_string("a format: " + accepted);
     o.auto_format = text == "auto";
     o.masked_dense_chosen = text == "masked-dense";
     if (text == "auto" || text == "masked-dense")
       o.format.reset();
     else
-      o.format = FormatSpec::parse(text, where(v), kAccepted);
+      o.format = FormatSpec::parse(text, where(v), accepted);
   } else if (key == "distribution") {
     o.distribution = parse_distribution(v.as_string("a distribution: uniform, er or erk"), where(v));
   } else if (key == "seed") {

@@ -1,9 +1,9 @@
 #pragma once
 // A whole training config in the Cerebras Model Zoo layout: the sections model, train_input,
 // eval_input, optimizer, sparsity (or trainer.init.sparsity) and runconfig (docs/training.md
-// documents every key). Read as
-// strictly as the sparsity section: unknown and duplicate keys, wrong types and out-of-range
-// values are Errors of the form "cfg.yaml:12:9: optimizer.learning_rate: expected ...".
+// documents every key). Read as strictly as the sparsity section: unknown and duplicate keys,
+// wrong types and out-of-range values are Errors of the form "cfg.yaml:12:9:
+// optimizer.learning_rate: expected ...".
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -19,11 +19,11 @@ struct FormatSpec {
   static FormatSpec csr() { return {}; }
   static FormatSpec bcsr(int block) { return {FormatKind::BlockSparse, block, 2, 4}; }
   static FormatSpec nm(int n, int m) { return {FormatKind::NM, 1, n, m}; }
-  // Throws Error naming `source` and the accepted forms.
-  // An unknown name is an Error naming `source` and the `accepted` forms (a config also takes auto
-  // and masked-dense, which are not formats).
-  static FormatSpec parse(std::string_view text, std::string_view source,
-                          std::string_view accepted = "csr, bcsr4, bcsr8, bcsr16 or N:M such as 2:4");
+  // The names parse takes, as its errors list them.
+  static constexpr const char* kNames = "csr, bcsr4, bcsr8, bcsr16 or N:M such as 2:4";
+  // Throws Error naming `source` and the `accepted` forms (a config also takes auto and
+  // masked-dense, which are not formats).
+  static FormatSpec parse(std::string_view text, std::string_view source, std::string_view accepted = kNames);
   std::string name() const;
   // The sparsity this format implies (N:M), or a negative value when any sparsity is possible.
   double implied_sparsity() const { return kind == FormatKind::NM ? 1.0 - static_cast<double>(n) / m : -1.0; }

@@ -21,22 +21,21 @@ bool holds_nan(const StateTensor& t) {
   return std::any_of(t.values.begin(), t.values.end(), [](float v) { return std::isnan(v); });
 }
 
-// A state with masks is in the mask form, where NaN is a value gone wrong: converting it either
-// way would make those values pruned weights.
-void refuse_nan_beside_masks(const StateDict& state, const StateTensor& t) {
-  const StateTensor* some_mask = first_mask(state);
-  if (some_mask == nullptr || !holds_nan(t)) return;
+// A state with masks (some_mask) is in the mask form, where NaN in t is a value gone wrong:
+// converting it either way would make those values pruned weights.
+[[noreturn]] void refuse_nan_beside_masks(const StateDict& state, const StateTensor& some_mask, const StateTensor& t) {
   const StateTensor* own = mask_of(state, t);
   fail("NaN form: tensor '{}' has NaN values and the state has masks ('{}'); expected one form or the other", t.name,
-       own != nullptr ? own->name : some_mask->name);
+       own != nullptr ? own->name : some_mask.name);
 }
 
 }  // namespace
 
 StateDict to_nan_form(const StateDict& state) {
+  const StateTensor* some_mask = first_mask(state);
   StateDict out;
   for (const StateTensor& t : state.tensors) {
-    refuse_nan_beside_masks(state, t);
+    if (some_mask != nullptr && holds_nan(t)) refuse_nan_beside_masks(state, *some_mask, t);
     if (t.is_mask) {
       if (!is_mask_name(t.name)) fail("NaN form: mask '{}' is not named <tensor>{}", t.name, kMaskSuffix);
       const std::string owner = t.name.substr(0, t.name.size() - 5);
@@ -55,13 +54,14 @@ StateDict to_nan_form(const StateDict& state) {
 }
 
 StateDict from_nan_form(const StateDict& state) {
+  const StateTensor* some_mask = first_mask(state);
   StateDict out;
   for (const StateTensor& t : state.tensors) {
     if (t.is_mask || !holds_nan(t)) {
       out.add(t);
       continue;
     }
-    refuse_nan_beside_masks(state, t);
+    if (some_mask != nullptr) refuse_nan_beside_masks(state, *some_mask, t);
     StateTensor values = t;
     StateTensor mask{t.name + kMaskSuffix, t.shape, true, {}, std::vector<uint8_t>(t.values.size())};
     for (std::size_t i = 0; i < values.values.size(); ++i) {
