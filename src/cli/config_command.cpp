@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sparsetrain/config/train_config.h"
+#include "sparsetrain/sparsity/registry.h"
 #include "sparsetrain/train/setup.h"
 
 namespace sparsetrain {
@@ -32,7 +33,10 @@ void print_group(std::size_t index, const AlgorithmSpec& spec) {
   fmt::print("group {}: {}\n", index + 1, spec.algorithm);
   fmt::print("  {:<14} {}\n", "sparsity", spec.sparsity.describe());
   fmt::print("  {:<14} {}\n", "update", describe_update(spec));
-  if (spec.drop_fraction) fmt::print("  {:<14} {}\n", "drop_fraction", spec.drop_fraction->describe());
+  if (spec.drop_fraction)
+    fmt::print("  {:<14} {}\n", "drop_fraction", spec.drop_fraction->describe());
+  else if (const auto drop = effective_drop_fraction(spec))
+    fmt::print("  {:<14} {} (the default)\n", "drop_fraction", drop->describe());
   fmt::print("  {:<14} {}\n", "param_filter", o.filter.describe());
   fmt::print("  {:<14} {} (seed {})\n", "init_method", init_method_name(o.init_method),
              o.seed ? std::to_string(*o.seed) : std::string("of the run"));
@@ -136,7 +140,7 @@ void print_plan(const Setup& s) {
       row[9] = distribution_name(c.algorithm->options().distribution);
       // An override fixes the level for the whole run; the group's schedule does not apply.
       row[10] = c.algorithm->options().overrides.contains(p.name()) ? std::string("override")
-                                                                   : c.algorithm->sparsity_schedule().describe();
+                                                                    : c.algorithm->sparsity_schedule().describe();
       row[11] = describe_update(s.config.sparsity.groups.at(c.group - 1));
     }
     rows.push_back(std::move(row));

@@ -239,17 +239,29 @@ TEST(CliConfig, PrintsEveryGroupOfAValidConfig) {
     sparsity: [0.5, 0.7, 0.8]
     update: {steps: [0, 1000, 2000]}
     param_filter: "head.*"
+  - algorithm: set
+    sparsity: 0.8
+    update: {freq: 50}
+    param_filter: "out.*"
 )");
   const CliResult r = run_cli({"config", "--params", path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "sparsity section in the 2.2+ form, 2 groups")) << r.out;
+  EXPECT_TRUE(contains(r.out, "sparsity section in the 2.2+ form, 3 groups")) << r.out;
   EXPECT_TRUE(contains(r.out,
                        "group 1: rigl\n  sparsity       constant(0.9)\n"
                        "  update         every 100 steps from 0 to 7500 (exclusive)\n"
                        "  drop_fraction  cosine(init=0.3, half_period=7500, minimum=0)\n"
                        "  param_filter   globs(fc1.weight, fc2.weight)\n"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "group 2: gmp\n  sparsity       cycling([0.5, 0.7, 0.8])\n")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "group 2: gmp\n  sparsity       cycling([0.5, 0.7, 0.8])\n"
+                       "  update         at steps [0, 1000, 2000]\n  param_filter"))
+      << r.out;
+  // SET without a drop_fraction drops the default fraction, and the plan says so.
+  EXPECT_TRUE(contains(r.out,
+                       "group 3: set\n  sparsity       constant(0.8)\n  update         every 50 steps from 0\n"
+                       "  drop_fraction  constant(0.3) (the default)\n"))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "storage        auto (csr at levels >= 0.7, masked-dense below)")) << r.out;
   EXPECT_TRUE(contains(r.out, path + ": no model section; the per-parameter plan needs a whole training config"))
       << r.out;

@@ -55,18 +55,21 @@ class DropAndGrow : public DynamicSparsityAlgorithm {
  private:
   // The kept units of `current` after the drop, at most `limit` of them; `magnitude` is the
   // stripe's absolute weights, `values` its signed ones (read only with drop_by_sign).
-  Mask drop(ConstMatrixView values, ConstMatrixView magnitude, const Mask& current, const FormatSpec& f, double fraction,
-            int64_t limit) const;
+  Mask drop(ConstMatrixView values, ConstMatrixView magnitude, const Mask& current, const FormatSpec& f,
+            double fraction, int64_t limit) const;
 
   LevelSchedule drop_fraction_;
   double grow_init_std_ = 0.0;
   bool drop_by_sign_ = false;
 };
 
+// What SET and RigL drop at each update when a spec gives no drop_fraction (Cerebras' default).
+inline constexpr double kDefaultDropFraction = 0.3;
+
 class SET final : public DropAndGrow {
  public:
-  SET(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction = LevelSchedule::constant(0.3),
-      SparsityOptions options = {});
+  SET(LevelSchedule sparsity, UpdateSchedule schedule,
+      LevelSchedule drop_fraction = LevelSchedule::constant(kDefaultDropFraction), SparsityOptions options = {});
   std::string name() const override { return "set"; }
 
  protected:
@@ -75,8 +78,8 @@ class SET final : public DropAndGrow {
 
 class RigL final : public DropAndGrow {
  public:
-  RigL(LevelSchedule sparsity, UpdateSchedule schedule, LevelSchedule drop_fraction = LevelSchedule::constant(0.3),
-       SparsityOptions options = {});
+  RigL(LevelSchedule sparsity, UpdateSchedule schedule,
+       LevelSchedule drop_fraction = LevelSchedule::constant(kDefaultDropFraction), SparsityOptions options = {});
   std::string name() const override { return "rigl"; }
   // Asks for the dense gradient on update steps only.
   void prepare_step(int64_t step) override;

@@ -21,10 +21,6 @@ struct Entry {
   AlgorithmKeys keys;
 };
 
-LevelSchedule drop_fraction_or_default(const AlgorithmSpec& spec) {
-  return spec.drop_fraction.value_or(LevelSchedule::constant(0.3));
-}
-
 // The optional extra keys of SET and RigL: `grow_init_std` (a number >= 0) and `drop_by_sign`
 // (true or false).
 template <typename A>
@@ -55,12 +51,12 @@ struct Registry {
                       {KeyRule::Required, KeyRule::Rejected, LevelRule::Changing, {}}};
     entries["set"] = {[](const AlgorithmSpec& s) {
                         return with_extras(
-                            std::make_unique<SET>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options), s);
+                            std::make_unique<SET>(s.sparsity, *s.update, *effective_drop_fraction(s), s.options), s);
                       },
                       {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {"grow_init_std", "drop_by_sign"}}};
     entries["rigl"] = {[](const AlgorithmSpec& s) {
                          return with_extras(
-                             std::make_unique<RigL>(s.sparsity, *s.update, drop_fraction_or_default(s), s.options), s);
+                             std::make_unique<RigL>(s.sparsity, *s.update, *effective_drop_fraction(s), s.options), s);
                        },
                        {KeyRule::Required, KeyRule::Optional, LevelRule::Any, {"grow_init_std", "drop_by_sign"}}};
   }
@@ -136,6 +132,12 @@ std::optional<AlgorithmKeys> algorithm_keys(const std::string& name) {
   const auto it = r.entries.find(name);
   if (it == r.entries.end()) return std::nullopt;
   return it->second.keys;
+}
+
+std::optional<LevelSchedule> effective_drop_fraction(const AlgorithmSpec& spec) {
+  if (spec.drop_fraction) return spec.drop_fraction;
+  if (spec.algorithm == "set" || spec.algorithm == "rigl") return LevelSchedule::constant(kDefaultDropFraction);
+  return std::nullopt;
 }
 
 std::vector<std::string> registered_algorithms() {

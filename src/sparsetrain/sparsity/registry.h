@@ -35,7 +35,7 @@ struct AlgorithmSpec {
   std::string algorithm = "static";  // a registered, lower-case name
   LevelSchedule sparsity = LevelSchedule::constant(0.0);
   std::optional<UpdateSchedule> update;        // when masks change (dynamic algorithms)
-  std::optional<LevelSchedule> drop_fraction;  // set, rigl; absent means 0.3
+  std::optional<LevelSchedule> drop_fraction;  // set, rigl; see effective_drop_fraction
   SparsityOptions options;                     // filter, init_method, seed, distribution, ...
   // Keys the algorithm declared in AlgorithmKeys::extra: a scalar's text as written, or any
   // other value (list, mapping) as one-line flow YAML ("[1, 2]", "{a: 1}").
@@ -64,6 +64,9 @@ void register_algorithm(const std::string& name, AlgorithmFactory factory, Algor
 
 // The rules of a registered algorithm; nullopt for an unknown name.
 std::optional<AlgorithmKeys> algorithm_keys(const std::string& name);
+// The drop fraction a spec runs with: its own, else kDefaultDropFraction for set and rigl;
+// nullopt for an algorithm that takes none, or a user algorithm whose factory picks its own.
+std::optional<LevelSchedule> effective_drop_fraction(const AlgorithmSpec& spec);
 // Every registered name, sorted.
 std::vector<std::string> registered_algorithms();
 // "unknown algorithm 'x'; registered: gmp, rigl, set, static"

@@ -894,6 +894,18 @@ TEST(SparsityConfig, RegistryRules) {
   // Built-ins build to their classes; set and rigl default drop_fraction to 0.3.
   const auto set = make_algorithm(make_spec("set", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(1)));
   EXPECT_EQ(dynamic_cast<const SET&>(*set).drop_fraction().describe(), "constant(0.3)");
+  // effective_drop_fraction says the same without building anything, and nothing where the
+  // algorithm takes none or (a user algorithm) its factory would decide.
+  const auto drop_of = [](const AlgorithmSpec& spec) {
+    const auto drop = effective_drop_fraction(spec);
+    return drop ? drop->describe() : std::string("none");
+  };
+  EXPECT_EQ(drop_of(make_spec("rigl", LevelSchedule::constant(0.5))), "constant(0.3)");
+  EXPECT_EQ(drop_of(make_spec("set", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(1),
+                              LevelSchedule::cosine(0.5, 100))),
+            "cosine(init=0.5, half_period=100, minimum=0)");
+  EXPECT_EQ(drop_of(make_spec("gmp", LevelSchedule::linear(0.1, 0.01))), "none");
+  EXPECT_EQ(drop_of(make_spec("regrow", LevelSchedule::constant(0.5))), "none");
 }
 
 // ---- errors ------------------------------------------------------------------------------------
