@@ -520,6 +520,37 @@ runconfig: {max_steps: 10}
   EXPECT_EQ(r.out, "");
 }
 
+// What the model refuses when a group is applied to it is reported at that group, so a config
+// of several groups says which one to change.
+TEST(CliConfig, WhatTheModelRefusesIsReportedAtItsGroup) {
+  const std::string head = R"(model: {name: gpt, n_positions: 16, n_layer: 1, n_head: 2, n_embd: 32}
+train_input: {data: brown, tokenizer: byte, batch_size: 4}
+optimizer: {optimizer_type: adamw, learning_rate: 0.001}
+runconfig: {max_steps: 10}
+)";
+  const std::string blocks = write_config("plan_blocks.yaml", head + R"(sparsity:
+  - {algorithm: static, sparsity: 0.5, param_filter: "*attn*.weight"}
+  - {algorithm: static, sparsity: 0.99, format: bcsr16}
+)");
+  const CliResult r = run_cli({"config", "--params", blocks});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "sparsetrain: error: " + blocks +
+                       ":7:5: sparsity[1]: static: 'transformer.h.0.mlp.c_fc.weight' (128x32) would keep 0 of its 16 "
+                       "16x16 blocks at level 0.9900, so every weight would be zero; lower its level to at most 0.9375 "
+                       "(1 unit kept) or use smaller blocks or csr\n");
+  const std::string nm = write_config("plan_nm.yaml", head + R"(sparsity:
+  algorithm: rigl
+  sparsity: 0.5
+  format: "2:4"
+  update: {freq: 10, start: 5}
+)");
+  const CliResult late = run_cli({"config", "--params", nm});
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_EQ(late.err, "sparsetrain: error: " + nm +
+                          ":6:3: sparsity: rigl: parameter 'transformer.h.0.attn.c_attn.weight' uses 2:4 storage, "
+                          "which cannot be dense; start mask updates at step 0\n");
+}
+
 // A tiny GPT on a generated text file, 90% of its block weights pruned (CSR).
 std::string tiny_gpt_config(const std::string& name, const std::string& sparsity) {
   std::string text;

@@ -6,6 +6,9 @@
 
 namespace sparsetrain {
 
+GroupMemberError::GroupMemberError(std::size_t member, const std::string& name, const std::string& detail)
+    : Error(fmt::format("group member {} ({}): {}", member + 1, name, detail)), member_(member), detail_(detail) {}
+
 Group::Group() : SparsityAlgorithm(LevelSchedule::constant(0.0), {}) {}
 
 void Group::add(std::unique_ptr<SparsityAlgorithm> member) {
@@ -34,7 +37,13 @@ int Group::apply(Module& model) {
   for (std::size_t i = 0; i < members_.size(); ++i)
     require_claimed(fmt::format("group member {} ({})", i + 1, members_[i]->name()), members_[i]->options().filter,
                     chosen[i].size(), model);
-  for (std::size_t i = 0; i < members_.size(); ++i) members_[i]->claim(chosen[i]);
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    try {
+      members_[i]->claim(chosen[i]);
+    } catch (const Error& e) {
+      throw GroupMemberError(i, members_[i]->name(), e.what());
+    }
+  }
   return static_cast<int>(params_.size());
 }
 

@@ -19,6 +19,7 @@
 #include "sparsetrain/models/sparse_init.h"
 #include "sparsetrain/optim/adamw.h"
 #include "sparsetrain/optim/sgd.h"
+#include "sparsetrain/sparsity/group.h"
 #include "sparsetrain/train/mlm_source.h"
 
 namespace sparsetrain {
@@ -200,10 +201,17 @@ Setup make_setup(TrainConfig config, uint64_t seed, bool load_data, bool apply_s
       if (!group.options.seed) group.options.seed = seed;
     check_claims(c.sparsity, *s.model);
     s.sparsity = sparsity.build();
+    // What the model refuses (a layer that would keep no block), at the group that asked for it
+    // (a config built in code has no sources: the file then).
+    const auto group_at = [&](std::size_t g) {
+      return g < c.sparsity.sources.size() ? c.sparsity.sources[g].group : c.file;
+    };
     try {
       s.sparsity->apply(*s.model);
+    } catch (const GroupMemberError& e) {
+      fail("{}: {}", group_at(e.member()), e.detail());
     } catch (const Error& e) {
-      fail("{}: {}", c.file, e.what());  // what the model refuses (a layer that would keep no block)
+      fail("{}: {}", group_at(0), e.what());
     }
     apply_sparse_init(*s.model, c.sparse_init);
     const std::vector<const SparsityAlgorithm*> groups = s.sparsity->leaf_algorithms();

@@ -158,6 +158,28 @@ TEST(Algorithms, ALevelThatKeepsNoUnitOfALayerIsRefused) {
             "zero; leave it out of the group's filter or use smaller blocks or csr");
 }
 
+TEST(Algorithms, AGroupSaysWhichMemberTheModelRefused) {
+  Linear layer(64, 256);
+  SparsityOptions blocks;
+  blocks.format = FormatSpec::bcsr(16);
+  blocks.filter = ParamFilter::globs({"weight"});
+  SparsityOptions bias;
+  bias.filter = ParamFilter::globs({"bias"});
+  Group ordered;
+  ordered.add(std::make_unique<Static>(0.5, bias));
+  ordered.add(std::make_unique<Static>(0.99, blocks));
+  try {
+    ordered.apply(layer);
+    FAIL() << "a level that keeps no block was applied";
+  } catch (const GroupMemberError& e) {
+    EXPECT_EQ(e.member(), 1u);
+    EXPECT_EQ(e.detail(),
+              "static: 'weight' (256x64) would keep 0 of its 64 16x16 blocks at level 0.9900, so every weight would "
+              "be zero; lower its level to at most 0.9843 (1 unit kept) or use smaller blocks or csr");
+    EXPECT_EQ(std::string(e.what()), "group member 2 (static): " + e.detail());
+  }
+}
+
 TEST(Algorithms, AutoFormatCompressesWhereTheKernelsWinAndKeepsTheRestMaskedDense) {
   Toy toy;
   Group group;
