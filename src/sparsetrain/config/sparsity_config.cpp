@@ -352,7 +352,7 @@ LevelSchedule read_algorithm_level(const Value& v, const std::string& algorithm,
     level = read_level(v);
   }
   if (const std::optional<std::string> violation =
-          level_rule_violation(algorithm, keys, level, v.is_map() ? level.describe() : v.got()))
+          level_rule_violation(algorithm, keys, level, v.is_map() || v.is_list() ? level.describe() : v.got()))
     v.fail(*violation);
   return level;
 }

@@ -17,9 +17,11 @@ Static::Static(double sparsity, SparsityOptions options)
 
 GMP::GMP(LevelSchedule sparsity, UpdateSchedule schedule, SparsityOptions options)
     : DynamicSparsityAlgorithm(std::move(sparsity), std::move(schedule), std::move(options)) {
-  if (sparsity_.is_constant())
-    fail("gmp: sparsity is the constant {}, so nothing would ever be pruned; give a schedule (e.g. polynomial)",
-         sparsity_.at(0));
+  if (!sparsity_.changes())
+    fail(
+        "gmp: sparsity {} never changes with the step, so nothing would ever be pruned; give a schedule that does "
+        "(e.g. polynomial)",
+        sparsity_.describe());
 }
 
 Mask GMP::update_mask(Parameter& p, const Mask& /*mask*/, double sparsity, int64_t /*step*/) {

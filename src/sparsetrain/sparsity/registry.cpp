@@ -183,7 +183,7 @@ std::optional<std::string> level_rule_violation(const std::string& algorithm, co
                                                 const LevelSchedule& level, const std::string& got) {
   const bool holds = keys.level == LevelRule::Any ||
                      (keys.level == LevelRule::Constant && level.is_constant() && level.at(0) < 1.0) ||
-                     (keys.level == LevelRule::Changing && !level.is_constant());
+                     (keys.level == LevelRule::Changing && level.changes());
   const std::string written = got.empty() ? level.describe() : got;
   if (!holds) return fmt::format("expected {}, got {}", level_rule_expectation(algorithm, keys.level), written);
   // One rule for every algorithm: a layer at level 1 keeps no weight, so no output and no gradient.

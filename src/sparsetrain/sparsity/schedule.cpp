@@ -32,6 +32,21 @@ bool LevelSchedule::writes_level_one() const {
   }
 }
 
+bool LevelSchedule::changes() const {
+  switch (kind_) {
+    case LevelKind::Constant: return false;
+    case LevelKind::Linear: return b_ != 0.0;
+    case LevelKind::Exp: return b_ != 0.0 && c_ != a_;
+    case LevelKind::Power: return a_ != 0.0 && b_ != 1.0;
+    case LevelKind::Cosine: return c_ != a_;
+    case LevelKind::Cycling:
+      return std::any_of(values_.begin(), values_.end(), [&](double v) { return v != values_.front(); });
+    case LevelKind::Polynomial: return b_ != a_;
+    case LevelKind::GraphcoreCosine: return a_ != 0.0;
+  }
+  return true;
+}
+
 LevelSchedule LevelSchedule::constant(double value) {
   require_level("constant", "value", value);
   LevelSchedule s(LevelKind::Constant);

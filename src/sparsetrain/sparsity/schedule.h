@@ -51,6 +51,11 @@ class LevelSchedule {
   // schedule's final (1 by default) is only approached, so it does not count.
   bool writes_level_one() const;
 
+  // Whether the level written depends on the step at all: false for a constant, and for the
+  // schedules whose arguments make them one (a linear slope of 0, a polynomial, cosine or exp
+  // that ends where it starts, a power of 0 or with beta 1, a cycle of equal values).
+  bool changes() const;
+
   LevelKind kind() const { return kind_; }
   bool is_constant() const { return kind_ == LevelKind::Constant; }
   std::string describe() const;  // e.g. "cosine(init=0.3, half_period=7500, minimum=0)"

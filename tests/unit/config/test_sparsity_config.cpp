@@ -1181,6 +1181,17 @@ TEST(SparsityConfigErrors, EachRuleHasOneMessageInEveryForm) {
   EXPECT_EQ(load_error("sparsity: {type: gmp, sparsity: {type: constant, value: 0.5}, schedule: {freq: 10}}"),
             "cfg.yaml:1:33: sparsity.sparsity: " + changing);
   EXPECT_EQ(api_error(make_spec("gmp", LevelSchedule::constant(0.5), {}, UpdateSchedule::every(10))), changing);
+  // A schedule that never changes is a constant too, whatever its type.
+  EXPECT_EQ(load_error("sparsity: {algorithm: gmp, sparsity: {type: linear, init: 0.5, slope: 0}, update: {freq: 10}}"),
+            "cfg.yaml:1:38: sparsity.sparsity: expected a schedule that changes with the step (gmp never prunes at a "
+            "constant level), got linear(init=0.5, slope=0)");
+  EXPECT_EQ(load_error("sparsity: {algorithm: gmp, sparsity: {type: polynomial, init: 0.7, final: 0.7, begin: 0, end: "
+                       "100}, update: {freq: 10}}"),
+            "cfg.yaml:1:38: sparsity.sparsity: expected a schedule that changes with the step (gmp never prunes at a "
+            "constant level), got polynomial(init=0.7, final=0.7, begin=0, end=100, power=3)");
+  EXPECT_EQ(load_error("sparsity: {algorithm: gmp, sparsity: [0.5, 0.5], update: {freq: 10}}"),
+            "cfg.yaml:1:38: sparsity.sparsity: expected a schedule that changes with the step (gmp never prunes at a "
+            "constant level), got cycling([0.5, 0.5])");
 
   // The other places a config names a rule's key: items of `groups:`, the bare number, the sideband.
   EXPECT_EQ(load_error("sparsity: {groups: [{algorithm: static, sparsity: 0.5, update: {freq: 10}}]}"),

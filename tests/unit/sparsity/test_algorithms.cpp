@@ -219,7 +219,12 @@ TEST(Algorithms, GmpPrunesToTheScheduledLevelByMagnitude) {
   }
   EXPECT_EQ(gmp.updates_done(), 5);
   EXPECT_EQ(error_of([] { GMP(LevelSchedule::constant(0.5), UpdateSchedule::every(10)); }),
-            "gmp: sparsity is the constant 0.5, so nothing would ever be pruned; give a schedule (e.g. polynomial)");
+            "gmp: sparsity constant(0.5) never changes with the step, so nothing would ever be pruned; give a "
+            "schedule that does (e.g. polynomial)");
+  // A schedule whose arguments make it a constant is one too.
+  EXPECT_EQ(error_of([] { GMP(LevelSchedule::polynomial(0.5, 0.5, 0, 40), UpdateSchedule::every(10)); }),
+            "gmp: sparsity polynomial(init=0.5, final=0.5, begin=0, end=40, power=3) never changes with the step, so "
+            "nothing would ever be pruned; give a schedule that does (e.g. polynomial)");
 }
 
 // One 2 x 4 weight at 50%: kept values 5, 1 | 4, 2 at (0,0) (0,1) (1,0) (1,1).

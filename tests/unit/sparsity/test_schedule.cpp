@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <numbers>
+#include <utility>
+#include <vector>
 
 #include "sparsetrain/core/error.h"
 #include "sparsetrain/sparsity/schedule.h"
@@ -75,6 +77,37 @@ TEST(LevelSchedule, GraphcoreCosineIsZeroUntilZeroStepsThenDecaysFromInit) {
   EXPECT_DOUBLE_EQ(s.at(100), 0.5);
   EXPECT_NEAR(s.at(600), 0.25, 1e-15);
   EXPECT_NEAR(s.at(1100), 0.0, 1e-15);
+}
+
+TEST(LevelSchedule, ChangesSaysWhetherTheLevelDependsOnTheStep) {
+  // Each kind, with arguments that make it change and ones that make it a constant; the claim is
+  // checked against the levels themselves.
+  const std::vector<std::pair<LevelSchedule, bool>> cases = {
+      {LevelSchedule::constant(0.5), false},
+      {LevelSchedule::linear(0.1, 0.001), true},
+      {LevelSchedule::linear(0.5, 0.0), false},
+      {LevelSchedule::exp(0.1, -0.01, 0.9), true},
+      {LevelSchedule::exp(0.1, 0.0, 0.9), false},
+      {LevelSchedule::exp(0.4, -0.01, 0.4), false},
+      {LevelSchedule::power(0.5, 0.99), true},
+      {LevelSchedule::power(0.5, 1.0), false},
+      {LevelSchedule::power(0.0, 0.5), false},
+      {LevelSchedule::cosine(0.5, 100, 0.1), true},
+      {LevelSchedule::cosine(0.3, 100, 0.3), false},
+      {LevelSchedule::polynomial(0.0, 0.8, 0, 40), true},
+      {LevelSchedule::polynomial(0.6, 0.6, 0, 40), false},
+      {LevelSchedule::graphcore_cosine(0.5, 100), true},
+      {LevelSchedule::graphcore_cosine(0.0, 100), false},
+  };
+  for (const auto& [schedule, changes] : cases) {
+    EXPECT_EQ(schedule.changes(), changes) << schedule.describe();
+    bool differs = false;
+    for (int64_t step = 1; step <= 200; ++step) differs = differs || schedule.at(step) != schedule.at(0);
+    EXPECT_EQ(differs, changes) << schedule.describe();
+  }
+  // A cycle changes from update to update, not with the step.
+  EXPECT_TRUE(LevelSchedule::cycling({0.5, 0.7}).changes());
+  EXPECT_FALSE(LevelSchedule::cycling({0.5, 0.5, 0.5}).changes());
 }
 
 TEST(LevelSchedule, DescribeNamesKindAndArguments) {
